@@ -1,0 +1,134 @@
+//! Calls in flight: what the actor keeps for each one, and the future the caller awaits.
+//!
+//! The deadline is kept on the caller's side: the future returned to the caller sleeps until
+//! the deadline, then asks the actor to expire the call (so the actor can send
+//! `notifications/cancelled` and check the connection) and waits a short slack for that answer.
+//! If the actor is gone or stuck, the caller still gets its error on time. Exactly one answer
+//! reaches the caller either way: the future returns once.
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use serde_json::Value;
+use tokio::sync::{oneshot, watch};
+
+use crate::actor::messages::Progress;
+use crate::error::Error;
+use crate::policy::retry::RetryPolicy;
+
+/// How long the caller's future waits for the actor to answer an expired call before it answers
+/// `Timeout` on its own.
+const EXPIRE_SLACK: Duration = Duration::from_millis(100);
+
+/// What the actor keeps for one call.
+pub(crate) struct CallEntry {
+    pub method: String,
+    /// Params as sent (with our progress token, if the caller asked for progress).
+    pub params: Option<Value>,
+    pub reply: oneshot::Sender<Result<Value, Error>>,
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Times written to a connection (at most 2: the first send and one re-send).
+    pub sends: u32,
+    /// Written on the current connection and not answered yet.
+    pub sent: bool,
+    /// For `tools/call`: the tool's name, to look up its annotations.
+    pub tool: Option<String>,
+    pub progress: Option<ProgressRoute>,
+}
+
+/// Where progress for a call goes, and how it moves the deadline.
+pub(crate) struct ProgressRoute {
+    pub recipient: Option<Recipient<Progress>>,
+    /// `(deadline sender, latest allowed deadline)` when progress restarts the timeout.
+    pub reset: Option<(watch::Sender<Instant>, Instant)>,
+}
+
+impl CallEntry {
+    /// Answers the caller. A caller that already gave up is not an error.
+    pub fn answer(self, outcome: Result<Value, Error>) {
+        let _ = self.reply.send(outcome);
+    }
+
+    /// Restarts the timeout after progress, within the maximum total time.
+    pub fn on_progress(&self, server: &str, params: &Value, now: Instant) {
+        let Some(route) = &self.progress else { return };
+        if let Some((deadline, latest)) = &route.reset {
+            let _ = deadline.send((now + self.timeout).min(*latest));
+        }
+        if let Some(recipient) = &route.recipient {
+            let progress = params
+                .get("progress")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            recipient.do_send(Progress {
+                server: server.to_owned(),
+                progress,
+                total: params.get("total").and_then(Value::as_f64),
+                message: params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+}
+
+/// Tells the actor a call's deadline passed. The actor answers the call (and sends
+/// `notifications/cancelled` if it had been written).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub(crate) struct Expire {
+    pub id: u64,
+}
+
+/// The caller's side of one call.
+pub(crate) struct Waiter {
+    pub id: u64,
+    pub rx: oneshot::Receiver<Result<Value, Error>>,
+    pub deadline: Instant,
+    /// Moves the deadline when progress restarts the timeout.
+    pub moved_deadline: Option<watch::Receiver<Instant>>,
+    pub expire: Recipient<Expire>,
+    pub server: String,
+    pub method: String,
+    pub timeout: Duration,
+}
+
+impl Waiter {
+    /// Waits for the answer, or for the deadline.
+    pub async fn wait(self) -> Result<Value, Error> {
+        let Waiter {
+            id,
+            mut rx,
+            mut deadline,
+            moved_deadline,
+            expire,
+            server,
+            method,
+            timeout,
+        } = self;
+        loop {
+            tokio::select! {
+                answer = &mut rx => {
+                    return answer.unwrap_or(Err(Error::Stopped { server }));
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    match moved_deadline.as_ref().map(|d| *d.borrow()) {
+                        Some(later) if later > deadline => deadline = later,
+                        _ => break,
+                    }
+                }
+            }
+        }
+        expire.do_send(Expire { id });
+        match tokio::time::timeout(EXPIRE_SLACK, rx).await {
+            Ok(Ok(answer)) => answer,
+            _ => Err(Error::Timeout {
+                server,
+                method,
+                timeout,
+            }),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! One connection attempt, start to finish: spawn the transport, run the handshake, fetch the
+//! tool list, re-send the application's subscriptions. It runs as one future the actor spawns,
+//! and hands over a connection only once it is ready for calls; if it fails, or is dropped
+//! (timeout, shutdown), the half-made connection is killed with it.
+
+use std::sync::Arc;
+
+use actix::Recipient;
+use futures_util::StreamExt;
+use rmcp::model::{InitializeResult, Tool};
+use serde_json::{json, Value};
+
+use crate::actor::messages::ServerRequest;
+use crate::config::{Settings, Transport};
+use crate::error::Error;
+use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
+use crate::protocol::lifecycle;
+use crate::transport::{stdio, Connection, Outbound, SkipCounters, TransportEvent};
+
+/// Guards against a server whose `nextCursor` never ends.
+const MAX_TOOL_PAGES: usize = 1000;
+
+/// A connection ready for calls, with what the handshake learned.
+pub(crate) struct Established {
+    pub connection: Connection,
+    pub init: InitializeResult,
+    pub tools: Vec<Tool>,
+}
+
+/// Everything an attempt needs, cloned out of the actor so the future owns it.
+pub(crate) struct Attempt {
+    pub server: Arc<str>,
+    pub transport: Transport,
+    pub settings: Settings,
+    pub subscriptions: Vec<String>,
+    pub client_capabilities: Value,
+    pub request_handler: Option<Recipient<ServerRequest>>,
+    pub skips: Arc<SkipCounters>,
+}
+
+impl Attempt {
+    /// Connects and initializes, within the configured connect timeout.
+    pub async fn run(self) -> Result<Established, Error> {
+        let limit = self.settings.connect_timeout;
+        let server = self.server.clone();
+        match tokio::time::timeout(limit, self.establish()).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::connection(
+                &server,
+                format!("no answer to initialize within {limit:?}"),
+            )),
+        }
+    }
+
+    async fn establish(self) -> Result<Established, Error> {
+        let Transport::Stdio(stdio_config) = &self.transport;
+        let connection = stdio::spawn(
+            &self.server,
+            stdio_config,
+            &self.settings,
+            self.skips.clone(),
+        )?;
+        let mut session = Handshake {
+            attempt: &self,
+            connection,
+            next_id: 0,
+        };
+        let params = lifecycle::initialize_params(&self.client_capabilities);
+        let result = session.request("initialize", Some(params)).await?;
+        let init = lifecycle::accept_initialize_result(&self.server, result)?;
+        session.connection.outbound.send(jsonrpc::notification_line(
+            "notifications/initialized",
+            None,
+        ));
+
+        let tools = if init.capabilities.tools.is_some() {
+            session.list_tools().await?
+        } else {
+            Vec::new()
+        };
+        let can_subscribe = init
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
+        for uri in &self.subscriptions {
+            if !can_subscribe {
+                tracing::warn!(server = %self.server, uri = %uri, "server does not support resource subscriptions; not re-sent");
+                break;
+            }
+            if let Err(e) = session
+                .request("resources/subscribe", Some(json!({ "uri": uri })))
+                .await
+            {
+                if e.kind() == crate::ErrorKind::Rpc {
+                    tracing::warn!(server = %self.server, uri = %uri, error = %e, "re-subscribing failed");
+                } else {
+                    return Err(e);
+                }
+            }
+        }
+        tracing::debug!(server = %self.server, version = %init.protocol_version, tools = tools.len(), "initialized");
+        Ok(Established {
+            connection: session.connection,
+            init,
+            tools,
+        })
+    }
+}
+
+/// Requests on a connection the actor does not own yet: sent one at a time, answers read
+/// straight from the event stream.
+struct Handshake<'a> {
+    attempt: &'a Attempt,
+    connection: Connection,
+    next_id: u64,
+}
+
+impl Handshake<'_> {
+    async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let server = &self.attempt.server;
+        self.connection
+            .outbound
+            .send(jsonrpc::request_line(id, method, params.as_ref()));
+        while let Some(event) = self.connection.events.next().await {
+            match event {
+                TransportEvent::Closed(e) => return Err(e),
+                TransportEvent::Message(Inbound::Response { id: got, result })
+                    if got.as_ours() == Some(id) =>
+                {
+                    return Ok(result)
+                }
+                TransportEvent::Message(Inbound::Error { id: got, error })
+                    if got.as_ref().and_then(Id::as_ours) == Some(id) =>
+                {
+                    return Err(Error::Rpc {
+                        server: server.to_string(),
+                        method: method.to_string(),
+                        code: error.code,
+                        message: error.message,
+                        data: error.data,
+                    })
+                }
+                TransportEvent::Message(Inbound::Request { id, method, params }) => {
+                    answer_server_request(
+                        server.clone(),
+                        self.attempt.request_handler.clone(),
+                        self.connection.outbound.clone(),
+                        id,
+                        method,
+                        params,
+                    );
+                }
+                TransportEvent::Message(other) => {
+                    tracing::debug!(server = %server, message = ?other, "ignored during handshake");
+                }
+            }
+        }
+        Err(Error::connection(
+            server,
+            "connection closed during the handshake",
+        ))
+    }
+
+    async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_TOOL_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let result = self.request("tools/list", params).await?;
+            let (page, next) = lifecycle::parse_tools_page(&self.attempt.server, result)?;
+            tools.extend(page);
+            match next {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(tools),
+            }
+        }
+        tracing::warn!(server = %self.attempt.server, pages = MAX_TOOL_PAGES, "tools/list kept returning pages; using what was fetched");
+        Ok(tools)
+    }
+}
+
+/// Answers a request the server sent us: through the application's handler if one is
+/// registered; `ping` always; anything else with "method not found".
+pub(crate) fn answer_server_request(
+    server: Arc<str>,
+    handler: Option<Recipient<ServerRequest>>,
+    outbound: Outbound,
+    id: Id,
+    method: String,
+    params: Option<Value>,
+) {
+    if method == "ping" {
+        outbound.send(jsonrpc::response_line(&id, &Ok(json!({}))));
+        return;
+    }
+    let Some(handler) = handler else {
+        tracing::debug!(server = %server, method = %method, "server request without a handler");
+        let error = RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("the client has no handler for {method}"),
+        );
+        outbound.send(jsonrpc::response_line(&id, &Err(error)));
+        return;
+    };
+    actix::spawn(async move {
+        let request = ServerRequest {
+            server: server.to_string(),
+            method,
+            params,
+        };
+        let outcome = match handler.send(request).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(RpcError::new(
+                codes::INTERNAL_ERROR,
+                format!("the client's request handler is gone: {e}"),
+            )),
+        };
+        outbound.send(jsonrpc::response_line(&id, &outcome));
+    });
+}

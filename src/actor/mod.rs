@@ -1,0 +1,9 @@
+//! The actors: [`Supervisor`](supervisor::Supervisor) and [`ServerActor`](server::ServerActor),
+//! the messages they take, and what they report.
+
+pub(crate) mod calls;
+pub(crate) mod connect;
+pub mod messages;
+pub mod server;
+pub mod status;
+pub mod supervisor;

@@ -1,0 +1,73 @@
+//! What a status query reports about one server. Answered from the actor's cache, so it is
+//! always quick, also while the server is down or reconnecting.
+
+use std::time::Duration;
+
+use rmcp::model::{Implementation, ServerCapabilities, Tool};
+
+use crate::error::Error;
+use crate::policy::state::ServerState;
+
+/// Counters of one server, since the supervisor started it. Calls include the supervisor's own
+/// (liveness pings, tool-list refreshes), not the handshake.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Calls answered with a result.
+    pub calls_ok: u64,
+    /// Calls answered with an error other than a timeout (JSON-RPC errors included).
+    pub calls_failed: u64,
+    /// Calls that timed out.
+    pub calls_timed_out: u64,
+    /// Calls re-sent after a reconnect.
+    pub calls_resent: u64,
+    /// `notifications/cancelled` sent for timed-out calls.
+    pub cancellations_sent: u64,
+    /// Successful reconnects after a Ready connection broke.
+    pub reconnects: u64,
+    /// Lines on stdout that were not JSON-RPC, skipped.
+    pub skipped_non_json: u64,
+    /// Lines on stdout longer than `max_message_bytes`, skipped.
+    pub skipped_oversized: u64,
+    /// Responses whose id matched no call in flight (late or bogus), ignored.
+    pub unknown_responses: u64,
+}
+
+/// One server's status.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// Server name.
+    pub name: String,
+    /// Transport kind: `stdio`.
+    pub transport: &'static str,
+    /// Connection state.
+    pub state: ServerState,
+    /// How long it has been in that state.
+    pub in_state_for: Duration,
+    /// The server's `serverInfo` from the last handshake.
+    pub server_info: Option<Implementation>,
+    /// The protocol version of the last handshake.
+    pub protocol_version: Option<String>,
+    /// The server's capabilities from the last handshake.
+    pub capabilities: Option<ServerCapabilities>,
+    /// The cached tool list (all pages), with annotations.
+    pub tools: Vec<Tool>,
+    /// Resource URIs the application subscribed to.
+    pub subscriptions: Vec<String>,
+    /// Counters.
+    pub counters: Counters,
+    /// The last connection error, kept after recovery.
+    pub last_error: Option<Error>,
+    /// Process id of the current server process (stdio), if one runs.
+    pub pid: Option<u32>,
+    /// Calls in flight or waiting for a connection.
+    pub pending_calls: usize,
+}
+
+impl ServerStatus {
+    /// Number of cached tools.
+    pub fn tool_count(&self) -> usize {
+        self.tools.len()
+    }
+}

@@ -1,0 +1,431 @@
+//! `Supervisor`: owns one [`ServerActor`] per configured server, routes calls to them by name,
+//! fans their events out to subscribers, and starts a new actor when one dies.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use actix::prelude::*;
+use futures_util::future::join_all;
+use serde_json::Value;
+
+use crate::actor::messages::*;
+use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
+use crate::actor::status::ServerStatus;
+use crate::config::{ServerConfig, Settings};
+use crate::error::Error;
+
+/// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
+/// instead of two).
+///
+/// The address stays valid until the server is removed or its actor dies and is replaced; a
+/// call to a dead address fails with `Stopped`, after which asking again gives the new one.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<Addr<ServerActor>, Error>")]
+pub struct GetServer(pub String);
+
+/// Builds and starts a [`Supervisor`].
+///
+/// ```no_run
+/// use mcp_supervisor::{ServerConfig, Supervisor};
+///
+/// # async fn demo() -> Result<(), mcp_supervisor::Error> {
+/// let sup = Supervisor::builder()
+///     .server(ServerConfig::stdio("fs", "npx").args(["-y", "@modelcontextprotocol/server-filesystem", "/srv"]))
+///     .start()?; // servers connect in parallel, in the background
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct SupervisorBuilder {
+    servers: Vec<ServerConfig>,
+    settings: Settings,
+    subscribers: Vec<Recipient<ServerEvent>>,
+    request_handler: Option<SetRequestHandler>,
+}
+
+impl SupervisorBuilder {
+    /// Adds a server.
+    pub fn server(mut self, config: ServerConfig) -> Self {
+        self.servers.push(config);
+        self
+    }
+
+    /// Adds several servers, e.g. from [`ServerConfig::from_mcp_servers_json`].
+    pub fn servers(mut self, configs: impl IntoIterator<Item = ServerConfig>) -> Self {
+        self.servers.extend(configs);
+        self
+    }
+
+    /// Global settings; each server's config may override them.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Subscribes to events from the very start (the first connection attempts included).
+    pub fn subscriber(mut self, recipient: Recipient<ServerEvent>) -> Self {
+        self.subscribers.push(recipient);
+        self
+    }
+
+    /// Registers the handler for server-initiated requests before any server connects, so the
+    /// first handshake already announces its capabilities.
+    pub fn request_handler(
+        mut self,
+        handler: Recipient<ServerRequest>,
+        capabilities: Value,
+    ) -> Self {
+        self.request_handler = Some(SetRequestHandler {
+            handler,
+            capabilities,
+        });
+        self
+    }
+
+    /// Validates the configuration and starts the supervisor in the current actix system.
+    /// Servers connect in parallel in the background; calls made meanwhile wait for them.
+    pub fn start(self) -> Result<Addr<Supervisor>, Error> {
+        let mut seen = BTreeSet::new();
+        for config in &self.servers {
+            config.validate()?;
+            if !seen.insert(config.name().to_owned()) {
+                return Err(Error::config(
+                    Some(config.name()),
+                    "name",
+                    "two servers have this name",
+                ));
+            }
+        }
+        Ok(Supervisor {
+            settings: self.settings,
+            servers: BTreeMap::new(),
+            initial: self.servers,
+            subscribers: self.subscribers,
+            request_handler: self.request_handler,
+            epoch: 0,
+            shutting_down: false,
+        }
+        .start())
+    }
+}
+
+struct Entry {
+    config: ServerConfig,
+    addr: Addr<ServerActor>,
+    epoch: u64,
+    /// The application's subscriptions, kept here so that a replacement actor has them too.
+    subscriptions: BTreeSet<String>,
+}
+
+/// Supervises a set of MCP servers. See the [crate documentation](crate) for a tour.
+pub struct Supervisor {
+    settings: Settings,
+    servers: BTreeMap<String, Entry>,
+    /// Servers given to the builder, started in `started`.
+    initial: Vec<ServerConfig>,
+    subscribers: Vec<Recipient<ServerEvent>>,
+    request_handler: Option<SetRequestHandler>,
+    /// Identifies actor generations, so a late death notice of a replaced actor is ignored.
+    epoch: u64,
+    shutting_down: bool,
+}
+
+impl Supervisor {
+    /// Starts building a supervisor.
+    pub fn builder() -> SupervisorBuilder {
+        SupervisorBuilder::default()
+    }
+
+    fn spawn_server(
+        &mut self,
+        config: ServerConfig,
+        subscriptions: BTreeSet<String>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.epoch += 1;
+        let name = config.name().to_owned();
+        let gone = GoneNotice {
+            supervisor: ctx.address().recipient(),
+            name: name.clone(),
+            epoch: self.epoch,
+        };
+        let actor = ServerActor::new(config.clone(), &self.settings).supervised(
+            gone,
+            ctx.address().recipient(),
+            self.request_handler.clone(),
+            subscriptions.clone(),
+        );
+        let addr = actor.start();
+        self.servers.insert(
+            name,
+            Entry {
+                config,
+                addr,
+                epoch: self.epoch,
+                subscriptions,
+            },
+        );
+    }
+
+    fn addr(&self, server: &str) -> Result<Addr<ServerActor>, Error> {
+        self.servers
+            .get(server)
+            .map(|e| e.addr.clone())
+            .ok_or_else(|| Error::ServerNotFound {
+                server: server.to_owned(),
+            })
+    }
+
+    /// Forwards a message to the named server's actor; a dead actor reads as `Stopped`.
+    fn forward<M>(&self, server: &str, msg: M) -> ResponseFuture<Result<M::Result, Error>>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ServerActor: Handler<M>,
+    {
+        let server = server.to_owned();
+        match self.addr(&server) {
+            Ok(addr) => {
+                Box::pin(async move { addr.send(msg).await.map_err(|_| Error::Stopped { server }) })
+            }
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        for config in std::mem::take(&mut self.initial) {
+            self.spawn_server(config, BTreeSet::new(), ctx);
+        }
+    }
+}
+
+impl Handler<ServerEvent> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, event: ServerEvent, _: &mut Context<Self>) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+}
+
+impl Handler<ActorGone> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, gone: ActorGone, ctx: &mut Context<Self>) {
+        if self.shutting_down {
+            return;
+        }
+        let Some(entry) = self.servers.get(&gone.name) else {
+            return;
+        };
+        if entry.epoch != gone.epoch {
+            return;
+        }
+        tracing::error!(server = %gone.name, "server actor died unexpectedly; starting a new one");
+        let config = entry.config.clone();
+        let subscriptions = entry.subscriptions.clone();
+        self.spawn_server(config, subscriptions, ctx);
+    }
+}
+
+impl Handler<Call> for Supervisor {
+    type Result = ResponseFuture<Result<Value, Error>>;
+
+    fn handle(&mut self, call: Call, _: &mut Context<Self>) -> Self::Result {
+        let server = call.server.clone();
+        let forwarded = self.forward(&server, call);
+        Box::pin(async move { forwarded.await? })
+    }
+}
+
+macro_rules! typed_routes {
+    ($($t:ident),*) => {$(
+        impl Handler<$t> for Supervisor {
+            type Result = ResponseFuture<Result<<$t as TypedCall>::Output, Error>>;
+
+            fn handle(&mut self, msg: $t, _: &mut Context<Self>) -> Self::Result {
+                let server = msg.server.clone();
+                let forwarded = self.forward(&server, msg);
+                Box::pin(async move { forwarded.await? })
+            }
+        }
+    )*};
+}
+
+typed_routes!(
+    CallTool,
+    ListTools,
+    ListResources,
+    ReadResource,
+    ListPrompts,
+    GetPrompt,
+    Ping
+);
+
+impl Handler<GetStatus> for Supervisor {
+    type Result = ResponseFuture<Result<Vec<ServerStatus>, Error>>;
+
+    fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        if let Some(server) = msg.server.clone() {
+            let forwarded = self.forward(&server, msg);
+            return Box::pin(async move { forwarded.await? });
+        }
+        let queries: Vec<_> = self
+            .servers
+            .iter()
+            .map(|(name, e)| {
+                let name = name.clone();
+                let sent = e.addr.send(GetStatus::server(name.clone()));
+                async move {
+                    sent.await
+                        .map_err(|_| Error::Stopped { server: name })
+                        .and_then(|r| r)
+                }
+            })
+            .collect();
+        Box::pin(async move {
+            let mut all = Vec::with_capacity(queries.len());
+            // A server whose actor just died is skipped; its replacement answers next time.
+            for statuses in join_all(queries).await.into_iter().flatten() {
+                all.extend(statuses);
+            }
+            Ok(all)
+        })
+    }
+}
+
+impl Handler<Subscribe> for Supervisor {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) -> Self::Result {
+        if let Some(entry) = self.servers.get_mut(&msg.server) {
+            entry.subscriptions.insert(msg.uri.clone());
+        }
+        let forwarded = self.forward(&msg.server.clone(), msg);
+        Box::pin(async move { forwarded.await? })
+    }
+}
+
+impl Handler<Unsubscribe> for Supervisor {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) -> Self::Result {
+        if let Some(entry) = self.servers.get_mut(&msg.server) {
+            entry.subscriptions.remove(&msg.uri);
+        }
+        let forwarded = self.forward(&msg.server.clone(), msg);
+        Box::pin(async move { forwarded.await? })
+    }
+}
+
+impl Handler<SubscribeEvents> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, SubscribeEvents(recipient): SubscribeEvents, _: &mut Context<Self>) {
+        self.subscribers.push(recipient);
+    }
+}
+
+impl Handler<SetRequestHandler> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetRequestHandler, _: &mut Context<Self>) {
+        for entry in self.servers.values() {
+            entry.addr.do_send(msg.clone());
+        }
+        self.request_handler = Some(msg);
+    }
+}
+
+impl Handler<Reconnect> for Supervisor {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, msg: Reconnect, _: &mut Context<Self>) -> Self::Result {
+        let forwarded = self.forward(&msg.server.clone(), msg);
+        Box::pin(async move { forwarded.await? })
+    }
+}
+
+impl Handler<GetServer> for Supervisor {
+    type Result = Result<Addr<ServerActor>, Error>;
+
+    fn handle(&mut self, GetServer(name): GetServer, _: &mut Context<Self>) -> Self::Result {
+        self.addr(&name)
+    }
+}
+
+impl Handler<AddServer> for Supervisor {
+    type Result = Result<(), Error>;
+
+    fn handle(&mut self, AddServer(config): AddServer, ctx: &mut Context<Self>) -> Self::Result {
+        config.validate()?;
+        if self.shutting_down {
+            return Err(Error::Stopped {
+                server: config.name().to_owned(),
+            });
+        }
+        if self.servers.contains_key(config.name()) {
+            return Err(Error::config(
+                Some(config.name()),
+                "name",
+                "a server with this name is already supervised",
+            ));
+        }
+        self.spawn_server(config, BTreeSet::new(), ctx);
+        Ok(())
+    }
+}
+
+impl Handler<RemoveServer> for Supervisor {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, RemoveServer(name): RemoveServer, _: &mut Context<Self>) -> Self::Result {
+        let Some(entry) = self.servers.remove(&name) else {
+            return Box::pin(std::future::ready(Err(Error::ServerNotFound {
+                server: name,
+            })));
+        };
+        Box::pin(async move {
+            // An actor that is already gone has nothing left to stop.
+            let _ = entry.addr.send(Shutdown).await;
+            Ok(())
+        })
+    }
+}
+
+impl Handler<Shutdown> for Supervisor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        self.shutting_down = true;
+        let stops: Vec<_> = self
+            .servers
+            .values()
+            .map(|e| e.addr.send(Shutdown))
+            .collect();
+        Box::pin(
+            async move {
+                join_all(stops).await;
+            }
+            .into_actor(self)
+            .map(|_, act, ctx| {
+                act.servers.clear();
+                ctx.stop();
+            }),
+        )
+    }
+}
+
+impl Handler<InjectPanic> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: InjectPanic, _: &mut Context<Self>) {
+        if let Ok(addr) = self.addr(&msg.server) {
+            addr.do_send(msg);
+        }
+    }
+}

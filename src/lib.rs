@@ -1,0 +1,95 @@
+//! # mcp-supervisor
+//!
+//! An actix runtime that keeps an application's connections to MCP (Model Context Protocol)
+//! servers alive. A [`Supervisor`] actor owns one [`ServerActor`] per server; each owns its
+//! transport, the cached session and subscriptions, and a backoff timer, and brings its server
+//! back after any failure. Application actors send typed calls ([`CallTool`], [`Call`], ...)
+//! that carry timeouts, and always get exactly one answer by the deadline: a result, or an
+//! [`Error`] whose [`kind`](Error::kind) says what happened.
+//!
+//! ```no_run
+//! use mcp_supervisor::{CallTool, ErrorKind, GetStatus, ServerConfig, Supervisor};
+//! use serde_json::json;
+//! use std::time::Duration;
+//!
+//! #[actix::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let sup = Supervisor::builder()
+//!         .server(ServerConfig::stdio("fs", "npx")
+//!             .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv"]))
+//!         .start()?;
+//!
+//!     let call = CallTool::new("fs", "read_text_file", json!({"path": "/srv/a.txt"}))
+//!         .timeout(Duration::from_secs(10));
+//!     match sup.send(call).await? {
+//!         Ok(result) => println!("{:?}", result.content),
+//!         Err(e) => match e.kind() {
+//!             ErrorKind::Timeout | ErrorKind::Unavailable => { /* try later, or degrade */ }
+//!             ErrorKind::OutcomeUnknown => { /* the tool may have run: check before re-running */ }
+//!             _ => { /* a JSON-RPC error from the server, an invalid response, ... */ }
+//!         },
+//!     }
+//!     for status in sup.send(GetStatus::all()).await?? {
+//!         println!("{}: {}", status.name, status.state.name());
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Calls
+//!
+//! - Every call resolves exactly once, no later than its deadline plus a small slack, also when
+//!   the server dies, hangs, restarts, or the supervisor shuts down.
+//! - Calls made while a server connects or reconnects wait (bounded by their deadline and by
+//!   `max_in_flight`) and are sent once it is Ready. One that never got sent fails with
+//!   [`ErrorKind::Unavailable`]: safe to make again.
+//! - A timeout answers [`ErrorKind::Timeout`], sends `notifications/cancelled`, and checks the
+//!   connection with a `ping`; only a failed ping restarts the server.
+//! - When a connection breaks with calls in flight: methods that are safe by nature are re-sent
+//!   once; a `tools/call` only if its [`RetryPolicy`] allows it, otherwise the caller gets
+//!   [`ErrorKind::OutcomeUnknown`]. We never run a tool twice on our own.
+//!
+//! # Layout
+//!
+//! - [`error`]: the [`Error`] enum and its stable kind codes.
+//! - [`config`]: [`ServerConfig`], [`Settings`], and the `mcpServers` JSON loader.
+//! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
+//!   [`codec`](protocol::codec) bounded line framing, [`lifecycle`](protocol::lifecycle) the
+//!   handshake (the seam for future protocol revisions).
+//! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
+//!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
+//!   that makes every connect/retry/give-up decision.
+//! - `transport` (IO only): the stdio child process: spawning, environment, stderr capture,
+//!   batched writes, process-group shutdown.
+//! - [`actor`]: [`messages`](actor::messages), [`status`](actor::status),
+//!   [`server`](actor::server) (the [`ServerActor`], which carries out the state machine's
+//!   actions) and [`supervisor`](actor::supervisor). Internally, `calls` (the per-call
+//!   bookkeeping and the caller's deadline) and `connect` (one connection attempt: spawn,
+//!   handshake, tool list, re-subscribe).
+//!
+//! The binary `mcp-demo-server` is an MCP server with fault switches, used by the tests and the
+//! quickstart example.
+
+#![warn(missing_docs)]
+
+pub mod actor;
+pub mod config;
+pub mod error;
+pub mod policy;
+pub mod protocol;
+pub(crate) mod transport;
+
+pub use actor::messages::{
+    AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts, ListResources,
+    ListTools, Ping, Progress, ReadResource, Reconnect, RemoveServer, ServerEvent, ServerRequest,
+    SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
+};
+pub use actor::server::{InjectPanic, ServerActor};
+pub use actor::status::{Counters, ServerStatus};
+pub use actor::supervisor::{GetServer, Supervisor, SupervisorBuilder};
+pub use config::{ServerConfig, Settings, StdioConfig, Transport};
+pub use error::{Error, ErrorKind};
+pub use policy::backoff::Backoff;
+pub use policy::retry::RetryPolicy;
+pub use policy::state::ServerState;
+pub use protocol::jsonrpc::RpcError;

@@ -1,0 +1,778 @@
+//! THE connection state machine: every decision about connecting, retrying, giving up and
+//! reconnecting is made here, and nowhere else.
+//!
+//! It does no IO and reads no clock: [`ConnectionMachine::on`] takes an [`Event`], the current
+//! time and a random source, updates the state and returns the [`Action`]s the actor must carry
+//! out (spawn a connection, arm a timer, answer waiting calls, tell subscribers). Tests drive it
+//! event by event with a fake clock and a seeded RNG.
+//!
+//! ```text
+//!            Start                    Connected
+//!   ──────► Connecting{attempt,max} ───────────► Ready ◄─────────────┐
+//!              │  ConnectFailed:                   │ ConnectionLost   │ Connected
+//!              │  retry after 500 ms, 1 s, 2 s     ▼                  │
+//!              │  (attempt N/max), then            Reconnecting{attempt, retry_at}
+//!              ▼                                   │  at once, then 100 ms, 200 ms, ... 30 s
+//!           Failed{error} ◄────────────────────────┘  (only if max_reconnect_attempts is set)
+//!              │ Reconnect: start-up again
+//!   any ──Stop──► Stopped
+//! ```
+
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::config::Settings;
+use crate::error::Error;
+use crate::policy::backoff::Backoff;
+
+/// Where a server's connection is, as status queries and events report it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Starting up. `attempt` is 0 for the first try and counts retries after it, up to `max`.
+    Connecting {
+        /// Retry number (0: the first try).
+        attempt: u32,
+        /// Retries allowed (`max_connect_retries`).
+        max: u32,
+    },
+    /// Connected and initialized: calls are sent at once.
+    Ready,
+    /// A Ready connection broke and is being re-established.
+    Reconnecting {
+        /// Reconnect attempt in this outage (1: the immediate one).
+        attempt: u32,
+        /// When the next attempt starts, if one is waiting for its backoff timer.
+        retry_at: Option<Instant>,
+    },
+    /// Gave up: the server is unavailable until a `Reconnect` message. Calls fail at once.
+    Failed {
+        /// The last connection error.
+        error: Error,
+    },
+    /// Shut down for good.
+    Stopped,
+}
+
+impl ServerState {
+    /// A short name: `connecting`, `ready`, `reconnecting`, `failed` or `stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerState::Connecting { .. } => "connecting",
+            ServerState::Ready => "ready",
+            ServerState::Reconnecting { .. } => "reconnecting",
+            ServerState::Failed { .. } => "failed",
+            ServerState::Stopped => "stopped",
+        }
+    }
+
+    /// Whether calls are sent at once.
+    pub fn is_ready(&self) -> bool {
+        matches!(self, ServerState::Ready)
+    }
+}
+
+/// Something that happened to the connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Begin: make the first connection attempt.
+    Start,
+    /// The current attempt connected and completed the handshake.
+    Connected,
+    /// The current attempt failed.
+    ConnectFailed(Error),
+    /// A Ready connection broke.
+    ConnectionLost(Error),
+    /// A backoff timer armed by [`Action::ScheduleRetry`] fired.
+    RetryTimer {
+        /// The token the timer was armed with.
+        token: u64,
+    },
+    /// The application asked for a reconnect (revives a Failed server).
+    Reconnect,
+    /// Shut down.
+    Stop,
+}
+
+/// Something the actor must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Start a connection attempt (spawn the transport and run the handshake).
+    Connect,
+    /// Arm a timer that delivers [`Event::RetryTimer`] with this token after `after`.
+    ScheduleRetry {
+        /// Delay.
+        after: Duration,
+        /// Token to hand back; older tokens are stale.
+        token: u64,
+    },
+    /// Close the current connection, if any.
+    Disconnect,
+    /// The connection is Ready: send the calls that were waiting.
+    FlushWaiting,
+    /// Answer every waiting call with an error: the server is Failed or Stopped.
+    FailWaiting,
+    /// Tell subscribers and the log about the new state.
+    Announce {
+        /// A sentence for people, e.g. `Reconnecting to MCP server (attempt 1/3)…`.
+        message: String,
+        /// Log at WARN (retries, losses) rather than INFO.
+        warn: bool,
+    },
+}
+
+/// The parts of [`Settings`] the machine needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachinePolicy {
+    /// Retries after the first failed start-up attempt.
+    pub max_connect_retries: u32,
+    /// Delays between start-up retries.
+    pub startup_backoff: Backoff,
+    /// Delays between reconnect attempts (the first one is immediate).
+    pub reconnect_backoff: Backoff,
+    /// Reconnect attempts per outage before giving up; `None`: never give up.
+    pub max_reconnect_attempts: Option<u32>,
+    /// How long Ready must last before the reconnect backoff starts over.
+    pub stability_window: Duration,
+}
+
+impl From<&Settings> for MachinePolicy {
+    fn from(s: &Settings) -> Self {
+        MachinePolicy {
+            max_connect_retries: s.max_connect_retries,
+            startup_backoff: s.startup_backoff,
+            reconnect_backoff: s.reconnect_backoff,
+            max_reconnect_attempts: s.max_reconnect_attempts,
+            stability_window: s.stability_window,
+        }
+    }
+}
+
+/// The connection state machine of one server.
+#[derive(Debug)]
+pub struct ConnectionMachine {
+    policy: MachinePolicy,
+    state: ServerState,
+    since: Instant,
+    /// A connection attempt is under way.
+    connecting: bool,
+    /// When the current Ready period began.
+    ready_since: Option<Instant>,
+    /// Reconnect attempts since the last connection that stayed Ready for the stability window.
+    /// It survives short Ready periods, so a crash loop backs off instead of spinning.
+    streak: u32,
+    /// Identifies the one backoff timer that is current.
+    token: u64,
+}
+
+impl ConnectionMachine {
+    /// A machine that has not started yet (state `Connecting{attempt: 0}`).
+    pub fn new(policy: MachinePolicy, now: Instant) -> Self {
+        let max = policy.max_connect_retries;
+        ConnectionMachine {
+            policy,
+            state: ServerState::Connecting { attempt: 0, max },
+            since: now,
+            connecting: false,
+            ready_since: None,
+            streak: 0,
+            token: 0,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &ServerState {
+        &self.state
+    }
+
+    /// When the current state was entered.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// Whether a connection attempt is under way.
+    pub fn is_connecting(&self) -> bool {
+        self.connecting
+    }
+
+    /// Connection attempts made in the current start-up or outage, for error reports.
+    pub fn attempts(&self) -> u32 {
+        match self.state {
+            ServerState::Connecting { attempt, .. } => attempt + 1,
+            ServerState::Reconnecting { attempt, .. } => attempt,
+            _ => 0,
+        }
+    }
+
+    /// Feeds one event; returns what to do, in order.
+    pub fn on<R: Rng + ?Sized>(&mut self, event: Event, now: Instant, rng: &mut R) -> Vec<Action> {
+        if self.state == ServerState::Stopped {
+            return Vec::new();
+        }
+        match event {
+            Event::Start => self.start_attempt(),
+            Event::Connected => self.on_connected(now),
+            Event::ConnectFailed(error) => self.on_connect_failed(error, now, rng),
+            Event::ConnectionLost(error) => self.on_lost(&error.to_string(), now, rng),
+            Event::RetryTimer { token } => {
+                if token != self.token || self.connecting || self.retry_pending_state().is_none() {
+                    return Vec::new();
+                }
+                if let ServerState::Reconnecting { retry_at, .. } = &mut self.state {
+                    *retry_at = None;
+                }
+                self.start_attempt()
+            }
+            Event::Reconnect => self.on_reconnect_requested(now, rng),
+            Event::Stop => {
+                self.token += 1;
+                self.connecting = false;
+                self.enter(ServerState::Stopped, now);
+                vec![
+                    Action::Disconnect,
+                    Action::FailWaiting,
+                    Action::Announce {
+                        message: "Stopped".into(),
+                        warn: false,
+                    },
+                ]
+            }
+        }
+    }
+
+    fn retry_pending_state(&self) -> Option<()> {
+        match self.state {
+            ServerState::Connecting { .. } | ServerState::Reconnecting { .. } => Some(()),
+            _ => None,
+        }
+    }
+
+    fn enter(&mut self, state: ServerState, now: Instant) {
+        self.state = state;
+        self.since = now;
+    }
+
+    fn start_attempt(&mut self) -> Vec<Action> {
+        if self.connecting {
+            return Vec::new();
+        }
+        self.connecting = true;
+        vec![Action::Connect]
+    }
+
+    fn on_connected(&mut self, now: Instant) -> Vec<Action> {
+        if !self.connecting {
+            return Vec::new();
+        }
+        self.connecting = false;
+        let message = match self.state {
+            ServerState::Reconnecting { attempt, .. } => {
+                format!("Reconnected (after {attempt} attempt{})", plural(attempt))
+            }
+            _ => "Connected".to_string(),
+        };
+        self.ready_since = Some(now);
+        self.enter(ServerState::Ready, now);
+        vec![
+            Action::Announce {
+                message,
+                warn: false,
+            },
+            Action::FlushWaiting,
+        ]
+    }
+
+    fn on_connect_failed<R: Rng + ?Sized>(
+        &mut self,
+        error: Error,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
+        if !self.connecting {
+            return Vec::new();
+        }
+        self.connecting = false;
+        match self.state.clone() {
+            ServerState::Connecting { attempt, max } if attempt < max => {
+                let after = self.policy.startup_backoff.delay(attempt, rng);
+                self.token += 1;
+                self.enter(
+                    ServerState::Connecting {
+                        attempt: attempt + 1,
+                        max,
+                    },
+                    now,
+                );
+                vec![
+                    Action::Announce {
+                        message: format!(
+                            "Reconnecting to MCP server (attempt {}/{max})…",
+                            attempt + 1
+                        ),
+                        warn: true,
+                    },
+                    Action::ScheduleRetry {
+                        after,
+                        token: self.token,
+                    },
+                ]
+            }
+            ServerState::Connecting { attempt, .. } => self.give_up(error, attempt + 1, now),
+            ServerState::Reconnecting { attempt, .. } => {
+                if self
+                    .policy
+                    .max_reconnect_attempts
+                    .is_some_and(|max| attempt >= max)
+                {
+                    return self.give_up(error, attempt, now);
+                }
+                let after = self.next_reconnect_delay(rng);
+                self.token += 1;
+                let retry_at = now + after;
+                self.enter(
+                    ServerState::Reconnecting {
+                        attempt: attempt + 1,
+                        retry_at: Some(retry_at),
+                    },
+                    now,
+                );
+                vec![
+                    Action::Announce {
+                        message: format!(
+                            "Reconnecting to MCP server (attempt {}{})… in {} ms",
+                            attempt + 1,
+                            self.of_max(),
+                            after.as_millis()
+                        ),
+                        warn: true,
+                    },
+                    Action::ScheduleRetry {
+                        after,
+                        token: self.token,
+                    },
+                ]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn on_lost<R: Rng + ?Sized>(&mut self, reason: &str, now: Instant, rng: &mut R) -> Vec<Action> {
+        if self.state != ServerState::Ready {
+            return Vec::new();
+        }
+        let stable = self
+            .ready_since
+            .is_some_and(|t| now.saturating_duration_since(t) >= self.policy.stability_window);
+        if stable {
+            self.streak = 0;
+        }
+        self.ready_since = None;
+        let mut actions = vec![Action::Disconnect];
+        // The first reconnect after a stable period is immediate; inside a crash loop the
+        // backoff goes on growing.
+        let after = if self.streak == 0 {
+            self.streak = 1;
+            Duration::ZERO
+        } else {
+            self.next_reconnect_delay(rng)
+        };
+        self.token += 1;
+        let immediate = after.is_zero();
+        self.enter(
+            ServerState::Reconnecting {
+                attempt: 1,
+                retry_at: (!immediate).then(|| now + after),
+            },
+            now,
+        );
+        actions.push(Action::Announce {
+            message: if immediate {
+                format!("Connection lost ({reason}); reconnecting now")
+            } else {
+                format!(
+                    "Connection lost ({reason}); reconnecting in {} ms",
+                    after.as_millis()
+                )
+            },
+            warn: true,
+        });
+        if immediate {
+            actions.extend(self.start_attempt());
+        } else {
+            actions.push(Action::ScheduleRetry {
+                after,
+                token: self.token,
+            });
+        }
+        actions
+    }
+
+    fn on_reconnect_requested<R: Rng + ?Sized>(
+        &mut self,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
+        match self.state {
+            ServerState::Failed { .. } => {
+                self.token += 1;
+                self.streak = 0;
+                let max = self.policy.max_connect_retries;
+                self.enter(ServerState::Connecting { attempt: 0, max }, now);
+                let mut actions = vec![Action::Announce {
+                    message: "Reconnect requested; connecting".into(),
+                    warn: false,
+                }];
+                actions.extend(self.start_attempt());
+                actions
+            }
+            ServerState::Ready => {
+                // Asked for explicitly: no backoff.
+                self.streak = 0;
+                self.ready_since = None;
+                self.on_lost("reconnect requested", now, rng)
+            }
+            _ => {
+                // Waiting for a backoff timer: skip the wait (the old timer is now stale).
+                if self.connecting {
+                    return Vec::new();
+                }
+                self.token += 1;
+                if let ServerState::Reconnecting { retry_at, .. } = &mut self.state {
+                    *retry_at = None;
+                }
+                self.start_attempt()
+            }
+        }
+    }
+
+    fn next_reconnect_delay<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
+        let after = self
+            .policy
+            .reconnect_backoff
+            .delay(self.streak.saturating_sub(1), rng);
+        self.streak = self.streak.saturating_add(1);
+        after
+    }
+
+    fn of_max(&self) -> String {
+        match self.policy.max_reconnect_attempts {
+            Some(max) => format!("/{max}"),
+            None => String::new(),
+        }
+    }
+
+    fn give_up(&mut self, error: Error, attempts: u32, now: Instant) -> Vec<Action> {
+        self.token += 1;
+        let message = format!(
+            "Failed after {attempts} attempt{}: {error}",
+            plural(attempts)
+        );
+        self.enter(ServerState::Failed { error }, now);
+        vec![
+            Action::Announce {
+                message,
+                warn: true,
+            },
+            Action::FailWaiting,
+        ]
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn policy(jitter: f64) -> MachinePolicy {
+        MachinePolicy {
+            max_connect_retries: 3,
+            startup_backoff: Backoff::new(ms(500), Duration::from_secs(2)).jitter(jitter),
+            reconnect_backoff: Backoff::new(ms(100), Duration::from_secs(30)).jitter(jitter),
+            max_reconnect_attempts: None,
+            stability_window: Duration::from_secs(10),
+        }
+    }
+
+    fn err(msg: &str) -> Error {
+        Error::connection("demo", msg)
+    }
+
+    /// Drives a machine with a fake clock that only moves when told.
+    struct Harness {
+        m: ConnectionMachine,
+        now: Instant,
+        rng: StdRng,
+    }
+
+    impl Harness {
+        fn new(policy: MachinePolicy) -> Self {
+            let now = Instant::now();
+            Harness {
+                m: ConnectionMachine::new(policy, now),
+                now,
+                rng: StdRng::seed_from_u64(7),
+            }
+        }
+        fn on(&mut self, e: Event) -> Vec<Action> {
+            self.m.on(e, self.now, &mut self.rng)
+        }
+        fn advance(&mut self, d: Duration) {
+            self.now += d;
+        }
+        /// Fails the current attempt; returns the scheduled delay and fires its timer.
+        fn fail_and_wait(&mut self) -> Option<Duration> {
+            let actions = self.on(Event::ConnectFailed(err("refused")));
+            let (after, token) = actions.iter().find_map(|a| match a {
+                Action::ScheduleRetry { after, token } => Some((*after, *token)),
+                _ => None,
+            })?;
+            self.advance(after);
+            assert_eq!(self.on(Event::RetryTimer { token }), [Action::Connect]);
+            Some(after)
+        }
+    }
+
+    fn announced(actions: &[Action]) -> Vec<&str> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Announce { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn startup_failing_twice_then_connecting() {
+        let mut h = Harness::new(policy(0.0));
+        assert_eq!(h.on(Event::Start), [Action::Connect]);
+        let a = h.on(Event::ConnectFailed(err("exit 1")));
+        assert_eq!(
+            a,
+            [
+                Action::Announce {
+                    message: "Reconnecting to MCP server (attempt 1/3)…".into(),
+                    warn: true
+                },
+                Action::ScheduleRetry {
+                    after: ms(500),
+                    token: 1
+                }
+            ]
+        );
+        assert_eq!(h.m.state(), &ServerState::Connecting { attempt: 1, max: 3 });
+        // A timer with a stale token does nothing.
+        assert_eq!(h.on(Event::RetryTimer { token: 0 }), []);
+        assert_eq!(h.on(Event::RetryTimer { token: 1 }), [Action::Connect]);
+        let a = h.on(Event::ConnectFailed(err("exit 1")));
+        assert_eq!(announced(&a), ["Reconnecting to MCP server (attempt 2/3)…"]);
+        assert!(a.contains(&Action::ScheduleRetry {
+            after: ms(1000),
+            token: 2
+        }));
+        h.on(Event::RetryTimer { token: 2 });
+        let a = h.on(Event::Connected);
+        assert_eq!(
+            a,
+            [
+                Action::Announce {
+                    message: "Connected".into(),
+                    warn: false
+                },
+                Action::FlushWaiting
+            ]
+        );
+        assert!(h.m.state().is_ready());
+    }
+
+    #[test]
+    fn startup_gives_up_after_max_retries() {
+        let mut h = Harness::new(policy(0.0));
+        h.on(Event::Start);
+        let delays: Vec<_> = (0..3).filter_map(|_| h.fail_and_wait()).collect();
+        assert_eq!(delays, [ms(500), ms(1000), ms(2000)]);
+        let a = h.on(Event::ConnectFailed(err("last")));
+        assert_eq!(
+            announced(&a),
+            ["Failed after 4 attempts: server `demo`: connection failed: last"]
+        );
+        assert_eq!(a.last(), Some(&Action::FailWaiting));
+        assert_eq!(h.m.state(), &ServerState::Failed { error: err("last") });
+        // Nothing revives it but an explicit Reconnect, which starts over.
+        assert_eq!(h.on(Event::RetryTimer { token: 3 }), []);
+        let a = h.on(Event::Reconnect);
+        assert!(a.ends_with(&[Action::Connect]));
+        assert_eq!(h.m.state(), &ServerState::Connecting { attempt: 0, max: 3 });
+    }
+
+    fn ready(h: &mut Harness) {
+        h.on(Event::Start);
+        h.on(Event::Connected);
+        assert!(h.m.state().is_ready());
+    }
+
+    #[test]
+    fn reconnects_at_once_then_backs_off_to_the_cap() {
+        let mut h = Harness::new(policy(0.0));
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        let a = h.on(Event::ConnectionLost(err("EOF")));
+        assert_eq!(a.first(), Some(&Action::Disconnect));
+        assert_eq!(
+            a.last(),
+            Some(&Action::Connect),
+            "first reconnect is immediate"
+        );
+        assert!(announced(&a)[0].contains("reconnecting now"));
+        let delays: Vec<u64> = (0..12)
+            .map(|_| h.fail_and_wait().unwrap().as_millis() as u64)
+            .collect();
+        assert_eq!(
+            delays,
+            [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]
+        );
+        assert_eq!(
+            h.m.state(),
+            &ServerState::Reconnecting {
+                attempt: 13,
+                retry_at: None
+            }
+        );
+        let a = h.on(Event::Connected);
+        assert_eq!(announced(&a), ["Reconnected (after 13 attempts)"]);
+    }
+
+    #[test]
+    fn a_crash_loop_backs_off_instead_of_spinning() {
+        let mut h = Harness::new(policy(0.0));
+        ready(&mut h);
+        let mut delays = Vec::new();
+        for _ in 0..5 {
+            // Crashes one second after every successful start: never stable.
+            h.advance(Duration::from_secs(1));
+            let a = h.on(Event::ConnectionLost(err("EOF")));
+            let delay = a
+                .iter()
+                .find_map(|a| match a {
+                    Action::ScheduleRetry { after, token } => Some((*after, *token)),
+                    _ => None,
+                })
+                .map(|(after, token)| {
+                    h.advance(after);
+                    assert_eq!(h.on(Event::RetryTimer { token }), [Action::Connect]);
+                    after
+                })
+                .unwrap_or(Duration::ZERO);
+            delays.push(delay.as_millis() as u64);
+            h.on(Event::Connected);
+        }
+        assert_eq!(delays, [0, 100, 200, 400, 800]);
+        // Once a connection stays up for the stability window, the next loss is immediate again.
+        h.advance(Duration::from_secs(10));
+        let a = h.on(Event::ConnectionLost(err("EOF")));
+        assert_eq!(a.last(), Some(&Action::Connect));
+    }
+
+    #[test]
+    fn bounded_reconnects_end_in_failed() {
+        let mut p = policy(0.0);
+        p.max_reconnect_attempts = Some(2);
+        let mut h = Harness::new(p);
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        h.on(Event::ConnectionLost(err("EOF")));
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        assert_eq!(
+            announced(&a),
+            ["Reconnecting to MCP server (attempt 2/2)… in 100 ms"]
+        );
+        let token = match a.last() {
+            Some(Action::ScheduleRetry { token, .. }) => *token,
+            other => panic!("{other:?}"),
+        };
+        h.on(Event::RetryTimer { token });
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        assert_eq!(a.last(), Some(&Action::FailWaiting));
+        assert!(matches!(h.m.state(), ServerState::Failed { .. }));
+    }
+
+    #[test]
+    fn jittered_sequence_is_exact_for_a_seed() {
+        let run = || {
+            let mut h = Harness::new(policy(0.5));
+            ready(&mut h);
+            h.advance(Duration::from_secs(60));
+            h.on(Event::ConnectionLost(err("EOF")));
+            (0..6)
+                .map(|_| h.fail_and_wait().unwrap().as_millis() as u64)
+                .collect::<Vec<_>>()
+        };
+        let delays = run();
+        assert_eq!(delays, run(), "the same seed gives the same delays");
+        for (i, d) in delays.iter().enumerate() {
+            let base = 100u64 << i;
+            assert!(*d >= base && *d <= base * 3 / 2, "delay {i}: {d} ms");
+        }
+        assert_eq!(delays, JITTERED_SEED_7);
+    }
+
+    /// The delays `jittered_sequence_is_exact_for_a_seed` gets from `StdRng::seed_from_u64(7)`.
+    const JITTERED_SEED_7: [u64; 6] = [101, 230, 428, 1017, 1817, 4721];
+
+    #[test]
+    fn manual_reconnect_skips_the_backoff_wait() {
+        let mut h = Harness::new(policy(0.0));
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        h.on(Event::ConnectionLost(err("EOF")));
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        let stale = match a.last() {
+            Some(Action::ScheduleRetry { token, .. }) => *token,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(h.on(Event::Reconnect), [Action::Connect]);
+        // The timer armed before is stale now.
+        assert_eq!(h.on(Event::RetryTimer { token: stale }), []);
+        // While connecting, another request changes nothing.
+        assert_eq!(h.on(Event::Reconnect), []);
+        h.on(Event::Connected);
+        // From Ready, a requested reconnect drops the connection and reconnects at once.
+        let a = h.on(Event::Reconnect);
+        assert_eq!(a.first(), Some(&Action::Disconnect));
+        assert_eq!(a.last(), Some(&Action::Connect));
+    }
+
+    #[test]
+    fn stop_is_final_and_answers_waiting_calls() {
+        let mut h = Harness::new(policy(0.0));
+        h.on(Event::Start);
+        let a = h.on(Event::Stop);
+        assert_eq!(&a[..2], [Action::Disconnect, Action::FailWaiting]);
+        assert_eq!(h.m.state(), &ServerState::Stopped);
+        for e in [Event::Connected, Event::Reconnect, Event::Start] {
+            assert_eq!(h.on(e), []);
+        }
+    }
+
+    #[test]
+    fn results_of_attempts_nobody_waits_for_are_ignored() {
+        let mut h = Harness::new(policy(0.0));
+        assert_eq!(h.on(Event::Connected), []);
+        assert_eq!(h.on(Event::ConnectFailed(err("x"))), []);
+        assert_eq!(h.on(Event::ConnectionLost(err("x"))), []);
+    }
+}

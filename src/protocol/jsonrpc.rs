@@ -1,0 +1,330 @@
+//! JSON-RPC 2.0 messages as MCP uses them: serializing our requests and notifications, and
+//! parsing one inbound frame into typed items. Pure: no IO.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// JSON-RPC error codes used by this crate.
+pub mod codes {
+    /// The method does not exist / is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Internal JSON-RPC error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// A request id as it appears on the wire. Ours are always numbers; servers may use strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    /// A numeric id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl Id {
+    /// The id as one of ours (non-negative number), if it is one.
+    pub fn as_ours(&self) -> Option<u64> {
+        match self {
+            Id::Number(n) => u64::try_from(*n).ok(),
+            Id::String(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The error member of a JSON-RPC error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// Error code.
+    pub code: i64,
+    /// Short description.
+    pub message: String,
+    /// Additional information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with a code and a message, no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+/// One message received from a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// A successful response to one of our requests.
+    Response {
+        /// The id of our request.
+        id: Id,
+        /// The result.
+        result: Value,
+    },
+    /// An error response. `id` is `None` when the server could not tell which request failed.
+    Error {
+        /// The id of our request, if the server knew it.
+        id: Option<Id>,
+        /// The error.
+        error: RpcError,
+    },
+    /// A request from the server (e.g. `roots/list`, `sampling/createMessage`, `ping`).
+    Request {
+        /// The server's id, to be echoed in our answer.
+        id: Id,
+        /// Method name.
+        method: String,
+        /// Parameters.
+        params: Option<Value>,
+    },
+    /// A notification from the server.
+    Notification {
+        /// Method name.
+        method: String,
+        /// Parameters.
+        params: Option<Value>,
+    },
+}
+
+/// Why a frame could not be turned into messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    /// Not JSON at all.
+    NotJson(String),
+    /// JSON, but not a JSON-RPC message.
+    NotJsonRpc(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::NotJson(e) => write!(f, "not JSON: {e}"),
+            FrameError::NotJsonRpc(e) => write!(f, "not a JSON-RPC message: {e}"),
+        }
+    }
+}
+
+/// Keeps an explicit `null` apart from an absent member (`"result": null` is still a result).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct RawMessage {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// Parses one frame (a line on stdio, a body or SSE event on HTTP) into messages: one, or several
+/// for a JSON-RPC batch.
+pub fn parse_frame(bytes: &[u8]) -> Result<Vec<Inbound>, FrameError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| FrameError::NotJson(e.to_string()))?;
+    match value {
+        Value::Array(items) => items.into_iter().map(classify).collect(),
+        single => classify(single).map(|m| vec![m]),
+    }
+}
+
+fn classify(value: Value) -> Result<Inbound, FrameError> {
+    let raw: RawMessage =
+        serde_json::from_value(value).map_err(|e| FrameError::NotJsonRpc(e.to_string()))?;
+    let id = match raw.id {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value::<Id>(v)
+                .map_err(|_| FrameError::NotJsonRpc("id must be a number or a string".into()))?,
+        ),
+    };
+    match (raw.method, id, raw.result, raw.error) {
+        (Some(method), Some(id), _, _) => Ok(Inbound::Request {
+            id,
+            method,
+            params: raw.params,
+        }),
+        (Some(method), None, _, _) => Ok(Inbound::Notification {
+            method,
+            params: raw.params,
+        }),
+        (None, id, _, Some(error)) => Ok(Inbound::Error { id, error }),
+        (None, Some(id), Some(result), None) => Ok(Inbound::Response { id, result }),
+        _ => Err(FrameError::NotJsonRpc(
+            "neither a request, a notification nor a response".into(),
+        )),
+    }
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct OutResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
+}
+
+fn to_line<T: Serialize>(msg: &T) -> Vec<u8> {
+    // Serializing our own structs of strings and `Value`s cannot fail (no maps with non-string
+    // keys, no failing Serialize impls).
+    let mut line = serde_json::to_vec(msg).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// A request, newline-terminated.
+pub fn request_line(id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
+    to_line(&OutRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// A notification, newline-terminated.
+pub fn notification_line(method: &str, params: Option<&Value>) -> Vec<u8> {
+    to_line(&OutNotification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// A response to a server's request, newline-terminated.
+pub fn response_line(id: &Id, outcome: &Result<Value, RpcError>) -> Vec<u8> {
+    let (result, error) = match outcome {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e)),
+    };
+    to_line(&OutResponse {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_each_kind() {
+        let got = parse_frame(br#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#).unwrap();
+        assert_eq!(
+            got,
+            [Inbound::Response {
+                id: Id::Number(3),
+                result: json!({"a":1})
+            }]
+        );
+        let got = parse_frame(br#"{"jsonrpc":"2.0","id":4,"result":null}"#).unwrap();
+        assert!(matches!(
+            &got[0],
+            Inbound::Response {
+                result: Value::Null,
+                ..
+            }
+        ));
+        let got =
+            parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
+                .unwrap();
+        assert!(matches!(&got[0], Inbound::Error { id: None, error } if error.code == -32700));
+        let got = parse_frame(br#"{"jsonrpc":"2.0","id":"s1","method":"roots/list"}"#).unwrap();
+        assert!(
+            matches!(&got[0], Inbound::Request { id: Id::String(s), method, .. } if s == "s1" && method == "roots/list")
+        );
+        let got = parse_frame(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#)
+            .unwrap();
+        assert!(matches!(&got[0], Inbound::Notification { .. }));
+    }
+
+    #[test]
+    fn batches_yield_several_messages() {
+        let got = parse_frame(
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"x"}]"#,
+        )
+        .unwrap();
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn rejects_garbage_without_panicking() {
+        assert!(matches!(parse_frame(b"hello"), Err(FrameError::NotJson(_))));
+        assert!(matches!(
+            parse_frame(b"{\"a\":"),
+            Err(FrameError::NotJson(_))
+        ));
+        assert!(matches!(parse_frame(b"42"), Err(FrameError::NotJsonRpc(_))));
+        assert!(matches!(parse_frame(b"{}"), Err(FrameError::NotJsonRpc(_))));
+        assert!(matches!(
+            parse_frame(br#"{"id":{"x":1},"result":1}"#),
+            Err(FrameError::NotJsonRpc(_))
+        ));
+        assert!(matches!(
+            parse_frame(br#"{"id":1,"error":"bad"}"#),
+            Err(FrameError::NotJsonRpc(_))
+        ));
+    }
+
+    #[test]
+    fn serializes_requests_and_responses() {
+        let line = request_line(7, "tools/call", Some(&json!({"name":"echo"})));
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n"
+        );
+        let line = notification_line("notifications/initialized", None);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        );
+        let line = response_line(&Id::String("a".into()), &Err(RpcError::new(-32601, "no")));
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32601,\"message\":\"no\"}}\n"
+        );
+        assert_eq!(Id::Number(-1).as_ours(), None);
+        assert_eq!(Id::Number(5).as_ours(), Some(5));
+    }
+}

@@ -1,0 +1,152 @@
+//! The handshake of the protocol revisions that have one (2024-11-05 to 2025-11-25): what we
+//! offer in `initialize` and what we accept back. Pure: the actor's connect task does the IO.
+//!
+//! This is the one seam where the stateless 2026-07-28 revision (`server/discover`, no
+//! handshake) will slot in.
+
+use rmcp::model::{InitializeResult, Tool};
+use serde_json::{json, Value};
+
+use crate::error::Error;
+
+/// The protocol version we offer: the newest revision that still has the `initialize`
+/// handshake. (rmcp's `ProtocolVersion::LATEST` is the stateless 2026-07-28 revision, which has
+/// none, so it is named explicitly.)
+pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Every version we accept from a server's `initialize` answer, newest first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The `initialize` request's params.
+pub fn initialize_params(client_capabilities: &Value) -> Value {
+    json!({
+        "protocolVersion": OFFERED_PROTOCOL_VERSION,
+        "capabilities": client_capabilities,
+        "clientInfo": {
+            "name": env!("CARGO_PKG_NAME"),
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+    })
+}
+
+/// Checks the server's `initialize` result: it must parse, and its protocol version must be one
+/// we speak.
+pub fn accept_initialize_result(server: &str, result: Value) -> Result<InitializeResult, Error> {
+    // Check the version before the shape: a server of an unknown revision may well answer in a
+    // shape we cannot parse, and the version is the more useful error.
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(version) = &version {
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+            return Err(Error::UnsupportedProtocolVersion {
+                server: server.to_owned(),
+                version: version.clone(),
+                supported: SUPPORTED_PROTOCOL_VERSIONS.join(", "),
+            });
+        }
+    }
+    serde_json::from_value(result).map_err(|e| Error::InvalidResponse {
+        server: server.to_owned(),
+        method: "initialize".into(),
+        message: e.to_string(),
+    })
+}
+
+/// One page of a `tools/list` answer: the tools and the cursor of the next page.
+pub fn parse_tools_page(server: &str, result: Value) -> Result<(Vec<Tool>, Option<String>), Error> {
+    let page: rmcp::model::ListToolsResult =
+        serde_json::from_value(result).map_err(|e| Error::InvalidResponse {
+            server: server.to_owned(),
+            method: "tools/list".into(),
+            message: e.to_string(),
+        })?;
+    Ok((page.tools, page.next_cursor.map(|c| c.to_string())))
+}
+
+/// The differences between two tool lists, by name: (added, removed).
+pub fn diff_tools(old: &[Tool], new: &[Tool]) -> (Vec<String>, Vec<String>) {
+    let names = |tools: &[Tool]| -> std::collections::BTreeSet<String> {
+        tools.iter().map(|t| t.name.to_string()).collect()
+    };
+    let (old, new) = (names(old), names(new));
+    (
+        new.difference(&old).cloned().collect(),
+        old.difference(&new).cloned().collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn init_result(version: &str) -> Value {
+        json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "demo", "version": "1.0"}
+        })
+    }
+
+    #[test]
+    fn offers_2025_11_25_not_rmcp_latest() {
+        let params = initialize_params(&json!({}));
+        assert_eq!(params["protocolVersion"], "2025-11-25");
+        assert_ne!(
+            rmcp::model::ProtocolVersion::LATEST.to_string(),
+            OFFERED_PROTOCOL_VERSION
+        );
+    }
+
+    #[test]
+    fn accepts_every_handshake_revision() {
+        for v in SUPPORTED_PROTOCOL_VERSIONS {
+            let r = accept_initialize_result("s", init_result(v)).unwrap();
+            assert_eq!(r.protocol_version.to_string(), *v);
+            assert_eq!(r.server_info.name, "demo");
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_versions_clearly() {
+        for v in ["2026-07-28", "1999-01-01", ""] {
+            let e = accept_initialize_result("s", init_result(v)).unwrap_err();
+            assert_eq!(e.code(), "unsupported_protocol_version", "{v}");
+            assert!(e.to_string().contains("2025-06-18"));
+        }
+    }
+
+    #[test]
+    fn malformed_results_are_invalid_responses() {
+        let e =
+            accept_initialize_result("s", json!({"protocolVersion": "2025-06-18"})).unwrap_err();
+        assert_eq!(e.code(), "invalid_response");
+        let e = accept_initialize_result("s", json!("nope")).unwrap_err();
+        assert_eq!(e.code(), "invalid_response");
+    }
+
+    #[test]
+    fn parses_pages_and_diffs_tools() {
+        let (tools, next) = parse_tools_page(
+            "s",
+            json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "2"}),
+        )
+        .unwrap();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(next.as_deref(), Some("2"));
+        let (more, none) = parse_tools_page(
+            "s",
+            json!({"tools": [{"name": "b", "inputSchema": {"type": "object"}}]}),
+        )
+        .unwrap();
+        assert_eq!(none, None);
+        let (added, removed) = diff_tools(&tools, &more);
+        assert_eq!(
+            (added, removed),
+            (vec!["b".to_string()], vec!["a".to_string()])
+        );
+        assert!(parse_tools_page("s", json!({"tools": 3})).is_err());
+    }
+}

@@ -1,0 +1,5 @@
+//! The wire protocol, pure: no actix, no IO.
+
+pub mod codec;
+pub mod jsonrpc;
+pub mod lifecycle;

@@ -1,0 +1,353 @@
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC.
+//!
+//! - The child runs in a process group of its own, so that stopping it stops what it started
+//!   too (servers launched through `npx` or `uv` leave grandchildren otherwise).
+//! - It gets a safe environment unless the config says to inherit everything.
+//! - stdout is split by [`LineCodec`] with the configured maximum size; a non-JSON or
+//!   over-long line is logged, counted and skipped, never fatal.
+//! - stderr goes to `tracing` (target `mcp_supervisor::stderr`), and its last lines are kept to
+//!   be attached, with the exit status, to the error that reports the process's end.
+//! - Writes are batched: the writer task writes everything that is queued in one go.
+//! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group. Dropping the
+//!   handle kills the group at once, so no path leaves an orphan.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::codec::FramedRead;
+
+use super::{Connection, Outbound, SkipCounters, TransportEvent};
+use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
+use crate::error::Error;
+use crate::protocol::codec::{Line, LineCodec};
+use crate::protocol::jsonrpc::{parse_frame, Inbound};
+
+/// Longest stderr line we keep; a server that writes megabytes to stderr gets them cut.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+/// How long to wait for the exit status and the last stderr lines once stdout has closed.
+const EXIT_REPORT_WAIT: Duration = Duration::from_millis(500);
+
+/// The last lines a process wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String, keep: usize) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == keep {
+            lines.pop_front();
+        }
+        if keep > 0 {
+            lines.push_back(line);
+        }
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.iter().cloned().collect()
+    }
+}
+
+/// Controls a running child process and its process group.
+pub(crate) struct ProcessHandle {
+    pid: Option<Pid>,
+    /// `Some(description)` once the child has exited and been reaped.
+    exit: watch::Receiver<Option<String>>,
+    stderr: StderrTail,
+    stderr_done: watch::Receiver<bool>,
+}
+
+impl ProcessHandle {
+    /// The child's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid.map(|p| p.as_raw() as u32)
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pid) = self.pid {
+            // ESRCH (the group is gone) is the outcome we want anyway.
+            let _ = killpg(pid, signal);
+        }
+    }
+
+    fn has_exited(&self) -> bool {
+        self.exit.borrow().is_some()
+    }
+
+    async fn wait_exit(&mut self, limit: Duration) -> bool {
+        let exited = tokio::time::timeout(limit, self.exit.wait_for(Option::is_some)).await;
+        matches!(exited, Ok(Ok(_)))
+    }
+
+    /// Kills the whole group at once: for connections that are already broken or hung.
+    pub fn kill(&self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+
+    /// Stops the process politely, escalating: (stdin is already closed by the caller) wait
+    /// `grace`, SIGTERM the group, wait `grace`, SIGKILL the group. Returns once the child is
+    /// reaped.
+    pub async fn shutdown(mut self, grace: Duration) {
+        if !self.wait_exit(grace).await {
+            tracing::debug!(pid = ?self.pid, "server did not exit after stdin closed; SIGTERM");
+            self.signal_group(Signal::SIGTERM);
+            if !self.wait_exit(grace).await {
+                tracing::warn!(pid = ?self.pid, "server ignored SIGTERM; SIGKILL");
+                self.signal_group(Signal::SIGKILL);
+                self.wait_exit(Duration::from_secs(5)).await;
+            }
+        }
+        // The leader is gone; whatever it started in its group goes too.
+        self.signal_group(Signal::SIGKILL);
+        self.pid = None;
+    }
+
+    /// The exit status and stderr tail, waiting a little for both to arrive.
+    async fn exit_report(&mut self) -> (Option<String>, Vec<String>) {
+        self.wait_exit(EXIT_REPORT_WAIT).await;
+        let _ = tokio::time::timeout(EXIT_REPORT_WAIT, self.stderr_done.wait_for(|d| *d)).await;
+        let status = self.exit.borrow().clone();
+        (status, self.stderr.lines())
+    }
+}
+
+impl Drop for ProcessHandle {
+    fn drop(&mut self) {
+        let Some(pid) = self.pid else { return };
+        let _ = killpg(pid, Signal::SIGKILL);
+        if self.has_exited() {
+            return;
+        }
+        // The runtime may be shutting down with us, and then nobody would reap the child: wait
+        // for it briefly here (it was just sent SIGKILL, so this takes microseconds).
+        for _ in 0..200 {
+            match nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+                Ok(nix::sys::wait::WaitStatus::StillAlive) => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+fn describe_exit(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(s) => format!("killed by signal {sig} ({})", s.as_str()),
+            Err(_) => format!("killed by signal {sig}"),
+        },
+        _ => "exited".to_string(),
+    }
+}
+
+/// Starts the child and wires up its pipes.
+pub(crate) fn spawn(
+    server: &Arc<str>,
+    config: &StdioConfig,
+    settings: &Settings,
+    skips: Arc<SkipCounters>,
+) -> Result<Connection, Error> {
+    let mut cmd = Command::new(&config.command);
+    cmd.args(&config.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if !config.inherit_env {
+        cmd.env_clear();
+        for key in SAFE_ENV_VARS {
+            if let Some(value) = std::env::var_os(key) {
+                cmd.env(key, value);
+            }
+        }
+    }
+    cmd.envs(&config.env);
+    if let Some(dir) = &config.cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::connection(server, format!("cannot start `{}`: {e}", config.command))
+    })?;
+    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(Error::connection(server, "child process has no pipes"));
+    };
+    tracing::debug!(server = %server, pid = ?pid, command = %config.command, "spawned server process");
+
+    let (exit_tx, exit) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = match child.wait().await {
+            Ok(status) => describe_exit(&status),
+            Err(e) => format!("exit status unknown: {e}"),
+        };
+        let _ = exit_tx.send(Some(status));
+    });
+
+    let stderr_tail = StderrTail::default();
+    let (stderr_done_tx, stderr_done) = watch::channel(false);
+    {
+        let server = server.clone();
+        let tail = stderr_tail.clone();
+        let keep = settings.stderr_tail_lines;
+        tokio::spawn(async move {
+            let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_STDERR_LINE));
+            while let Some(Ok(line)) = lines.next().await {
+                let text = match line {
+                    Line::Complete(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Line::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
+                };
+                tracing::info!(target: "mcp_supervisor::stderr", server = %server, "{text}");
+                tail.push(text, keep);
+            }
+            let _ = stderr_done_tx.send(true);
+        });
+    }
+
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (write_failed_tx, write_failed) = oneshot::channel();
+    tokio::spawn(write_loop(stdin, out_rx, write_failed_tx));
+
+    let process = ProcessHandle {
+        pid,
+        exit: exit.clone(),
+        stderr: stderr_tail.clone(),
+        stderr_done: stderr_done.clone(),
+    };
+    let reader = Reader {
+        server: server.clone(),
+        lines: FramedRead::new(stdout, LineCodec::new(settings.max_message_bytes)),
+        queued: VecDeque::new(),
+        write_failed: Some(write_failed),
+        report: ProcessHandle {
+            pid: None,
+            exit,
+            stderr: stderr_tail,
+            stderr_done,
+        },
+        skips,
+        done: false,
+    };
+    Ok(Connection {
+        outbound: Outbound(out_tx),
+        events: reader.into_stream(),
+        process,
+    })
+}
+
+/// Writes whatever is queued with as few syscalls as possible; reports the first failure.
+async fn write_loop(
+    mut stdin: ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    failed: oneshot::Sender<std::io::Error>,
+) {
+    let mut batch = Vec::with_capacity(64 * 1024);
+    while let Some(first) = rx.recv().await {
+        batch.extend_from_slice(&first);
+        while let Ok(more) = rx.try_recv() {
+            batch.extend_from_slice(&more);
+            if batch.len() >= 1 << 20 {
+                break;
+            }
+        }
+        if let Err(e) = stdin.write_all(&batch).await {
+            let _ = failed.send(e);
+            return;
+        }
+        batch.clear();
+    }
+    // All senders are gone: dropping stdin closes the pipe, which tells the server to exit.
+}
+
+/// Turns stdout into [`TransportEvent`]s.
+struct Reader {
+    server: Arc<str>,
+    lines: FramedRead<ChildStdout, LineCodec>,
+    queued: VecDeque<Inbound>,
+    write_failed: Option<oneshot::Receiver<std::io::Error>>,
+    /// A pid-less handle: reads the exit status and stderr, never signals.
+    report: ProcessHandle,
+    skips: Arc<SkipCounters>,
+    done: bool,
+}
+
+impl Reader {
+    fn into_stream(self) -> futures_util::stream::LocalBoxStream<'static, TransportEvent> {
+        futures_util::stream::unfold(self, |mut r| async move {
+            let event = r.next_event().await?;
+            Some((event, r))
+        })
+        .boxed_local()
+    }
+
+    async fn next_event(&mut self) -> Option<TransportEvent> {
+        loop {
+            if let Some(msg) = self.queued.pop_front() {
+                return Some(TransportEvent::Message(msg));
+            }
+            if self.done {
+                return None;
+            }
+            let line = tokio::select! {
+                line = self.lines.next() => line,
+                failed = async { self.write_failed.as_mut()?.await.ok() }, if self.write_failed.is_some() => {
+                    self.write_failed = None;
+                    match failed {
+                        Some(e) => return Some(self.closed(format!("writing to the server's stdin failed: {e}")).await),
+                        None => continue,
+                    }
+                }
+            };
+            match line {
+                Some(Ok(Line::Complete(bytes))) => match parse_frame(&bytes) {
+                    Ok(messages) => self.queued.extend(messages),
+                    Err(e) => {
+                        self.skips.non_json.fetch_add(1, Ordering::Relaxed);
+                        let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+                        tracing::warn!(server = %self.server, error = %e, line = %preview, "skipped a line on stdout that is not JSON-RPC");
+                    }
+                },
+                Some(Ok(Line::Oversized { len })) => {
+                    self.skips.oversized.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(server = %self.server, bytes = len, "skipped a line on stdout longer than max_message_bytes");
+                }
+                Some(Err(e)) => {
+                    return Some(
+                        self.closed(format!("reading the server's stdout failed: {e}"))
+                            .await,
+                    )
+                }
+                None => {
+                    return Some(
+                        self.closed("the server closed its stdout".to_string())
+                            .await,
+                    )
+                }
+            }
+        }
+    }
+
+    async fn closed(&mut self, message: String) -> TransportEvent {
+        self.done = true;
+        let (exit_status, stderr_tail) = self.report.exit_report().await;
+        TransportEvent::Closed(Error::Connection {
+            server: self.server.to_string(),
+            message,
+            exit_status,
+            stderr_tail,
+        })
+    }
+}

@@ -1,0 +1,232 @@
+//! Helpers shared by the integration tests: the demo server's config, an event collector that
+//! tests can await, and process-table checks.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use mcp_supervisor::{ServerConfig, ServerEvent, ServerState, Settings};
+use tokio::sync::Notify;
+
+/// The in-tree demo server, with a private event log and counter file in `dir`.
+pub fn demo(name: &str, dir: &Path) -> ServerConfig {
+    ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcp-demo-server"))
+        .env(
+            "DEMO_EVENT_LOG",
+            dir.join(format!("{name}.log")).display().to_string(),
+        )
+        .env(
+            "DEMO_COUNTER_FILE",
+            dir.join(format!("{name}.count")).display().to_string(),
+        )
+        .env(
+            "DEMO_START_COUNT_FILE",
+            dir.join(format!("{name}.starts")).display().to_string(),
+        )
+}
+
+/// Settings that keep the tests quick: a short ping timeout and shutdown grace.
+pub fn quick_settings() -> Settings {
+    let mut s = Settings::default();
+    s.ping_timeout = Duration::from_millis(500);
+    s.shutdown_grace = Duration::from_millis(500);
+    s.connect_timeout = Duration::from_secs(20);
+    s
+}
+
+/// The lines of a demo server's event log.
+pub fn event_log(dir: &Path, name: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(format!("{name}.log")))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+pub fn counter_file(dir: &Path, name: &str) -> u64 {
+    std::fs::read_to_string(dir.join(format!("{name}.count")))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Collects every event; tests await the ones they need.
+#[derive(Clone, Default)]
+pub struct Events {
+    seen: Arc<Mutex<Vec<ServerEvent>>>,
+    changed: Arc<Notify>,
+}
+
+struct Collector(Events);
+
+impl Actor for Collector {
+    type Context = Context<Self>;
+}
+
+impl Handler<ServerEvent> for Collector {
+    type Result = ();
+    fn handle(&mut self, event: ServerEvent, _: &mut Context<Self>) {
+        self.0.seen.lock().unwrap().push(event);
+        self.0.changed.notify_waiters();
+    }
+}
+
+impl Events {
+    /// A collector actor's recipient, and the handle to read what it got.
+    pub fn start() -> (Self, Recipient<ServerEvent>) {
+        let events = Events::default();
+        let addr = Collector(events.clone()).start();
+        (events, addr.recipient())
+    }
+
+    pub fn all(&self) -> Vec<ServerEvent> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until `count` events (counted from the start) match `pred`; panics after `limit`.
+    pub async fn wait_count(
+        &self,
+        what: &str,
+        count: usize,
+        limit: Duration,
+        pred: impl Fn(&ServerEvent) -> bool,
+    ) -> ServerEvent {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            {
+                let seen = self.seen.lock().unwrap();
+                let matching: Vec<_> = seen.iter().filter(|e| pred(e)).collect();
+                if matching.len() >= count {
+                    return matching[count - 1].clone();
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "timed out after {limit:?} waiting for {what} (#{count}); events: {:#?}",
+                    self.all()
+                );
+            }
+        }
+    }
+
+    /// Waits for the `count`-th time `server` became Ready.
+    pub async fn ready(&self, server: &str, count: usize) {
+        let server = server.to_owned();
+        self.wait_count(
+            &format!("{server} ready"),
+            count,
+            Duration::from_secs(30),
+            move |e| state_of(e, &server).is_some_and(|s| *s == ServerState::Ready),
+        )
+        .await;
+    }
+
+    /// Waits for the `count`-th time `server` entered a state named `state`.
+    pub async fn state(&self, server: &str, state: &str, count: usize) -> ServerEvent {
+        let server = server.to_owned();
+        self.wait_count(
+            &format!("{server} {state}"),
+            count,
+            Duration::from_secs(30),
+            move |e| state_of(e, &server).is_some_and(|s| s.name() == state),
+        )
+        .await
+    }
+
+    /// Messages of `server`'s state changes, in order.
+    pub fn messages(&self, server: &str) -> Vec<String> {
+        self.all()
+            .into_iter()
+            .filter_map(|e| match e {
+                ServerEvent::StateChanged {
+                    server: s, message, ..
+                } if s == server => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+pub fn state_of<'a>(event: &'a ServerEvent, server: &str) -> Option<&'a ServerState> {
+    match event {
+        ServerEvent::StateChanged {
+            server: s, state, ..
+        } if s == server => Some(state),
+        _ => None,
+    }
+}
+
+/// Whether a process runs (a zombie does not count: it has exited).
+pub fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state is the first field after the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) for a killed process to disappear: the kernel takes a moment.
+pub async fn gone_within(pid: u32, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if !is_running(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    !is_running(pid)
+}
+
+pub fn kill(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("kill");
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+pub fn path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().to_path_buf()
+}
+
+/// Captures formatted log output on this thread, for tests that count WARN lines.
+#[derive(Clone, Default)]
+pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    pub fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
