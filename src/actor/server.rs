@@ -311,7 +311,7 @@ impl ServerActor {
                 return Err(Error::Unavailable {
                     server: self.name.to_string(),
                     reason: error.to_string(),
-                    attempts: 0,
+                    attempts: self.machine.attempts(),
                     stderr_tail: error.stderr_tail().to_vec(),
                 })
             }
@@ -544,6 +544,13 @@ impl ServerActor {
             return;
         }
         self.last_error = Some(error.clone());
+        self.settle_in_flight(&error);
+        self.feed(Event::ConnectionLost(error), ctx);
+    }
+
+    /// Decides, call by call, what happens to the calls written on a connection that is going
+    /// away: re-sent on the next one, or answered now (see [`after_disconnect`]).
+    fn settle_in_flight(&mut self, error: &Error) {
         let trusted = self.settings.trusted;
         let mut in_flight: Vec<u64> = self
             .calls
@@ -561,42 +568,37 @@ impl ServerActor {
                 .tool
                 .as_deref()
                 .and_then(|name| tool_hints(&self.tools, name));
-            match after_disconnect(&entry.method, entry.retry, entry.sends, hints, trusted) {
-                AfterDisconnect::Resend => {
-                    entry.sent = false;
-                    resend.push(id);
-                }
-                verdict => {
-                    let Some(entry) = self.calls.remove(&id) else {
-                        continue;
-                    };
-                    let reason = error.to_string();
-                    let outcome = if verdict == AfterDisconnect::OutcomeUnknown {
-                        Error::OutcomeUnknown {
-                            server: self.name.to_string(),
-                            method: entry.method.clone(),
-                            reason,
-                        }
-                    } else {
-                        Error::Unavailable {
-                            server: self.name.to_string(),
-                            reason: format!(
-                                "connection lost while the call was in flight: {reason}"
-                            ),
-                            attempts: 0,
-                            stderr_tail: error.stderr_tail().to_vec(),
-                        }
-                    };
-                    self.counters.calls_failed += 1;
-                    entry.answer(Err(outcome));
-                }
+            let verdict = after_disconnect(&entry.method, entry.retry, entry.sends, hints, trusted);
+            if verdict == AfterDisconnect::Resend {
+                entry.sent = false;
+                resend.push(id);
+                continue;
             }
+            let Some(entry) = self.calls.remove(&id) else {
+                continue;
+            };
+            let server = self.name.to_string();
+            let outcome = if verdict == AfterDisconnect::OutcomeUnknown {
+                Error::OutcomeUnknown {
+                    server,
+                    method: entry.method.clone(),
+                    reason: error.to_string(),
+                }
+            } else {
+                Error::Unavailable {
+                    server,
+                    reason: format!("connection lost while the call was in flight: {error}"),
+                    attempts: 0,
+                    stderr_tail: error.stderr_tail().to_vec(),
+                }
+            };
+            self.counters.calls_failed += 1;
+            entry.answer(Err(outcome));
         }
         // Re-sent calls go first: they are the oldest.
         for id in resend.into_iter().rev() {
             self.waiting.push_front(id);
         }
-        self.feed(Event::ConnectionLost(error), ctx);
     }
 
     // ----- what the server sends -----
@@ -938,10 +940,18 @@ impl Handler<Reconnect> for ServerActor {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, _: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
-        if *self.machine.state() == ServerState::Stopped {
-            return Err(Error::Stopped {
-                server: self.name.to_string(),
-            });
+        match self.machine.state() {
+            ServerState::Stopped => {
+                return Err(Error::Stopped {
+                    server: self.name.to_string(),
+                })
+            }
+            ServerState::Ready => {
+                // The connection is dropped on purpose: its calls are settled like on a crash.
+                let error = Error::connection(&self.name, "reconnect requested");
+                self.settle_in_flight(&error);
+            }
+            _ => {}
         }
         self.feed(Event::Reconnect, ctx);
         Ok(())

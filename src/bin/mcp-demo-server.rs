@@ -1045,7 +1045,7 @@ fn ignore_sigterm() {
     }
 }
 
-fn main() {
+pub fn main() {
     let config = Config::from_env();
     let pid = process::id();
     stderr_line(&format!("demo: started pid={pid}"));

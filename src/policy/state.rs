@@ -159,6 +159,8 @@ pub struct ConnectionMachine {
     connecting: bool,
     /// When the current Ready period began.
     ready_since: Option<Instant>,
+    /// Attempts made before giving up, while Failed.
+    failed_after: u32,
     /// Reconnect attempts since the last connection that stayed Ready for the stability window.
     /// It survives short Ready periods, so a crash loop backs off instead of spinning.
     streak: u32,
@@ -176,6 +178,7 @@ impl ConnectionMachine {
             since: now,
             connecting: false,
             ready_since: None,
+            failed_after: 0,
             streak: 0,
             token: 0,
         }
@@ -196,11 +199,13 @@ impl ConnectionMachine {
         self.connecting
     }
 
-    /// Connection attempts made in the current start-up or outage, for error reports.
+    /// Connection attempts made in the current start-up or outage (while Failed: before giving
+    /// up), for error reports.
     pub fn attempts(&self) -> u32 {
         match self.state {
             ServerState::Connecting { attempt, .. } => attempt + 1,
             ServerState::Reconnecting { attempt, .. } => attempt,
+            ServerState::Failed { .. } => self.failed_after,
             _ => 0,
         }
     }
@@ -464,6 +469,7 @@ impl ConnectionMachine {
 
     fn give_up(&mut self, error: Error, attempts: u32, now: Instant) -> Vec<Action> {
         self.token += 1;
+        self.failed_after = attempts;
         let message = format!(
             "Failed after {attempts} attempt{}: {error}",
             plural(attempts)
@@ -612,6 +618,7 @@ mod tests {
         );
         assert_eq!(a.last(), Some(&Action::FailWaiting));
         assert_eq!(h.m.state(), &ServerState::Failed { error: err("last") });
+        assert_eq!(h.m.attempts(), 4);
         // Nothing revives it but an explicit Reconnect, which starts over.
         assert_eq!(h.on(Event::RetryTimer { token: 3 }), []);
         let a = h.on(Event::Reconnect);

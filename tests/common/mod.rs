@@ -203,14 +203,15 @@ pub fn path(dir: &tempfile::TempDir) -> PathBuf {
 pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
 
 impl LogCapture {
-    pub fn install(&self) -> tracing::subscriber::DefaultGuard {
+    /// Installs the capture as the process-wide subscriber (once per test binary).
+    pub fn install_global(&self) {
         let writer = self.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::DEBUG)
             .with_ansi(false)
             .with_writer(move || writer.clone())
             .finish();
-        tracing::subscriber::set_default(subscriber)
+        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
     }
 
     pub fn lines(&self) -> Vec<String> {
