@@ -107,6 +107,28 @@ settings! {
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio(StdioConfig),
+    /// A remote server speaking MCP Streamable HTTP.
+    Http(HttpConfig),
+}
+
+/// A Streamable HTTP endpoint.
+#[derive(Clone, PartialEq)]
+pub struct HttpConfig {
+    /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
+    pub url: String,
+    /// Headers sent with every request, e.g. `Authorization`. Their values never appear in logs
+    /// or `Debug` output.
+    pub headers: BTreeMap<String, String>,
+}
+
+// Header values are credentials more often than not: Debug shows their names only.
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// A child process to run as an MCP server.
@@ -146,15 +168,17 @@ impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Transport::Stdio(s) => s.fmt(f),
+            Transport::Http(h) => h.fmt(f),
         }
     }
 }
 
 impl Transport {
-    /// A short name for status tables: `stdio`.
+    /// A short name for status tables: `stdio` or `http`.
     pub fn kind(&self) -> &'static str {
         match self {
             Transport::Stdio(_) => "stdio",
+            Transport::Http(_) => "http",
         }
     }
 }
@@ -177,6 +201,9 @@ pub struct ServerConfig {
     name: String,
     transport: Transport,
     overrides: Overrides,
+    /// A builder method that does not fit the transport (e.g. `args` on an HTTP server),
+    /// reported by `validate`.
+    misuse: Option<&'static str>,
 }
 
 impl ServerConfig {
@@ -192,6 +219,56 @@ impl ServerConfig {
                 inherit_env: false,
             }),
             overrides: Overrides::default(),
+            misuse: None,
+        }
+    }
+
+    /// A server reached over MCP Streamable HTTP at `url`.
+    ///
+    /// ```
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let search = ServerConfig::http("search", "https://mcp.example.com/mcp")
+    ///     .bearer_token("s3cret")
+    ///     .header("X-Team", "infra");
+    /// assert!(!format!("{search:?}").contains("s3cret"));
+    /// ```
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        ServerConfig {
+            name: name.into(),
+            transport: Transport::Http(HttpConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+            overrides: Overrides::default(),
+            misuse: None,
+        }
+    }
+
+    /// Adds a header sent with every request (HTTP only).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => {
+                http.headers.insert(name.into(), value.into());
+            }
+            Transport::Stdio(_) => self.misuse = Some("header"),
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request (HTTP only).
+    pub fn bearer_token(self, token: impl AsRef<str>) -> Self {
+        let value = format!("Bearer {}", token.as_ref());
+        self.header("Authorization", value)
+    }
+
+    fn stdio_mut(&mut self, method: &'static str) -> Option<&mut StdioConfig> {
+        match &mut self.transport {
+            Transport::Stdio(stdio) => Some(stdio),
+            Transport::Http(_) => {
+                self.misuse = Some(method);
+                None
+            }
         }
     }
 
@@ -211,29 +288,33 @@ impl ServerConfig {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let Transport::Stdio(stdio) = &mut self.transport;
-        stdio.args.extend(args.into_iter().map(Into::into));
+        if let Some(stdio) = self.stdio_mut("args") {
+            stdio.args.extend(args.into_iter().map(Into::into));
+        }
         self
     }
 
     /// Sets an environment variable for the child (stdio only).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        let Transport::Stdio(stdio) = &mut self.transport;
-        stdio.env.insert(key.into(), value.into());
+        if let Some(stdio) = self.stdio_mut("env") {
+            stdio.env.insert(key.into(), value.into());
+        }
         self
     }
 
     /// Sets the child's working directory (stdio only).
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
-        let Transport::Stdio(stdio) = &mut self.transport;
-        stdio.cwd = Some(dir.into());
+        if let Some(stdio) = self.stdio_mut("cwd") {
+            stdio.cwd = Some(dir.into());
+        }
         self
     }
 
     /// Passes this process's whole environment to the child (stdio only).
     pub fn inherit_env(mut self, inherit: bool) -> Self {
-        let Transport::Stdio(stdio) = &mut self.transport;
-        stdio.inherit_env = inherit;
+        if let Some(stdio) = self.stdio_mut("inherit_env") {
+            stdio.inherit_env = inherit;
+        }
         self
     }
 
@@ -252,12 +333,21 @@ impl ServerConfig {
                 "a server name must not be empty",
             ));
         }
+        if let Some(field) = self.misuse {
+            let kind = self.transport.kind();
+            return Err(Error::config(
+                name,
+                field,
+                format!("does not apply to a server over {kind}"),
+            ));
+        }
         match &self.transport {
             Transport::Stdio(stdio) => {
                 if stdio.command.trim().is_empty() {
                     return Err(Error::config(name, "command", "must not be empty"));
                 }
             }
+            Transport::Http(http) => validate_http(name, http)?,
         }
         if self.overrides.max_in_flight == Some(0) {
             return Err(Error::config(name, "max_in_flight", "must be at least 1"));
@@ -365,35 +455,27 @@ fn parse_server(key: &str, name: &str, entry: &Value) -> Result<Option<ServerCon
         Some(_) => return Err(Error::config(server, field("type"), "expected a string")),
     };
     match kind {
+        None if obj.contains_key("url") && !obj.contains_key("command") => {
+            return parse_http(name, obj, &field).map(Some)
+        }
         None | Some("stdio") => {}
+        Some("http" | "streamable-http" | "streamableHttp") => {
+            return parse_http(name, obj, &field).map(Some)
+        }
         Some("sse") => {
             return Err(Error::config(
                 server,
                 field("type"),
-                "the legacy HTTP+SSE transport is not supported",
-            ))
-        }
-        Some("http" | "streamable-http" | "streamableHttp") => {
-            return Err(Error::config(
-                server,
-                field("type"),
-                "the Streamable HTTP transport is not supported yet",
+                "the legacy HTTP+SSE transport is not supported; use Streamable HTTP (\"type\": \"http\")",
             ))
         }
         Some(other) => {
             return Err(Error::config(
                 server,
                 field("type"),
-                format!("unknown transport `{other}` (expected \"stdio\")"),
+                format!("unknown transport `{other}` (expected \"stdio\" or \"http\")"),
             ))
         }
-    }
-    if obj.contains_key("url") && !obj.contains_key("command") {
-        return Err(Error::config(
-            server,
-            field("url"),
-            "HTTP servers are not supported yet",
-        ));
     }
     let command = match obj.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
@@ -456,6 +538,83 @@ fn parse_server(key: &str, name: &str, entry: &Value) -> Result<Option<ServerCon
     Ok(Some(config))
 }
 
+/// An HTTP entry of an `mcpServers` object: `url` and optional `headers`.
+fn parse_http(
+    name: &str,
+    obj: &serde_json::Map<String, Value>,
+    field: &dyn Fn(&str) -> String,
+) -> Result<ServerConfig, Error> {
+    let server = Some(name);
+    let url = match obj.get("url") {
+        Some(Value::String(url)) => url,
+        Some(_) => return Err(Error::config(server, field("url"), "expected a string")),
+        None => return Err(Error::config(server, field("url"), "missing")),
+    };
+    let mut config = ServerConfig::http(name, url.as_str());
+    match obj.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(headers)) => {
+            for (k, v) in headers {
+                match v {
+                    Value::String(s) => config = config.header(k, s),
+                    _ => {
+                        return Err(Error::config(
+                            server,
+                            field(&format!("headers.{k}")),
+                            "expected a string",
+                        ))
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(Error::config(
+                server,
+                field("headers"),
+                "expected an object",
+            ))
+        }
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
+    let url = http.url.trim();
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.starts_with('/') => {}
+        _ => {
+            return Err(Error::config(
+                server,
+                "url",
+                format!("`{url}` is not an http:// or https:// URL"),
+            ))
+        }
+    }
+    for (k, v) in &http.headers {
+        let name_ok = !k.is_empty() && k.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+        if !name_ok {
+            return Err(Error::config(
+                server,
+                format!("headers.{k}"),
+                "not a valid header name",
+            ));
+        }
+        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            // The value is not shown: it may be a credential.
+            return Err(Error::config(
+                server,
+                format!("headers.{k}"),
+                "the value contains a line break",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,7 +642,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(servers.len(), 2);
-        let Transport::Stdio(fs) = servers[0].transport();
+        let Transport::Stdio(fs) = servers[0].transport() else {
+            panic!()
+        };
         assert_eq!(fs.command, "npx");
         assert_eq!(fs.args, ["-y", "pkg", "/srv"]);
         assert_eq!(fs.env.get("K").map(String::as_str), Some("v"));
@@ -518,16 +679,21 @@ mod tests {
                 "mcpServers.fs.env.K",
             ),
             (
-                r#"{"mcpServers": {"fs": {"type": "http", "url": "http://x"}}}"#,
-                "mcpServers.fs.type",
-            ),
-            (
                 r#"{"mcpServers": {"fs": {"type": "sse", "url": "http://x"}}}"#,
                 "mcpServers.fs.type",
             ),
             (
-                r#"{"mcpServers": {"fs": {"url": "http://x"}}}"#,
+                r#"{"mcpServers": {"fs": {"type": "http"}}}"#,
                 "mcpServers.fs.url",
+            ),
+            (
+                r#"{"mcpServers": {"fs": {"type": "http", "url": 3}}}"#,
+                "mcpServers.fs.url",
+            ),
+            (r#"{"mcpServers": {"fs": {"url": "ftp://x"}}}"#, "url"),
+            (
+                r#"{"mcpServers": {"fs": {"url": "http://x", "headers": {"A": 1}}}}"#,
+                "mcpServers.fs.headers.A",
             ),
             (r#"{"mcpServers": {"fs": "npx"}}"#, "mcpServers.fs"),
         ];
@@ -543,6 +709,54 @@ mod tests {
         assert!(ServerConfig::from_mcp_servers_json("not json").is_err());
         assert!(ServerConfig::from_mcp_servers_json("[]").is_err());
         assert!(ServerConfig::from_mcp_servers_json("{}").is_err());
+    }
+
+    #[test]
+    fn parses_http_servers() {
+        let servers = ServerConfig::from_mcp_servers_json(
+            r#"{"mcpServers": {
+                "a": {"type": "http", "url": "https://a.example/mcp", "headers": {"Authorization": "Bearer t"}},
+                "b": {"type": "streamable-http", "url": "http://127.0.0.1:8080/mcp"},
+                "c": {"url": "http://c.example/mcp"}
+            }}"#,
+        )
+        .unwrap();
+        let kinds: Vec<_> = servers.iter().map(|s| s.transport().kind()).collect();
+        assert_eq!(kinds, ["http", "http", "http"]);
+        let Transport::Http(a) = servers[0].transport() else {
+            panic!()
+        };
+        assert_eq!(a.url, "https://a.example/mcp");
+        assert_eq!(
+            a.headers.get("Authorization").map(String::as_str),
+            Some("Bearer t")
+        );
+        assert!(!format!("{:?}", servers[0]).contains("Bearer t"));
+    }
+
+    #[test]
+    fn stdio_options_on_http_servers_are_rejected() {
+        let e = ServerConfig::http("h", "http://x/mcp")
+            .args(["a"])
+            .validate()
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Config { ref field, .. } if field == "args"),
+            "{e}"
+        );
+        let e = ServerConfig::stdio("s", "x")
+            .bearer_token("t")
+            .validate()
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Config { ref field, .. } if field == "header"),
+            "{e}"
+        );
+        let e = ServerConfig::http("h", "http://x/mcp")
+            .header("X", "a\nb")
+            .validate()
+            .unwrap_err();
+        assert!(!e.to_string().contains("a\nb"));
     }
 
     #[test]

@@ -68,6 +68,18 @@ pub enum Error {
         stderr_tail: Vec<String>,
     },
 
+    /// The server refused our credentials (HTTP 401 or 403). Not retried: retrying with the same
+    /// credentials would only hammer the server.
+    #[error("server `{server}` refused the request: HTTP {status} {message}")]
+    Unauthorized {
+        /// Server name.
+        server: String,
+        /// 401 or 403.
+        status: u16,
+        /// What the server said (the `WWW-Authenticate` header or the body, shortened).
+        message: String,
+    },
+
     /// The server answered with a protocol version this client does not speak.
     #[error("server `{server}` answered initialize with protocol version `{version}`, which this client does not support (supported: {supported})")]
     UnsupportedProtocolVersion {
@@ -152,6 +164,8 @@ pub enum ErrorKind {
     Unavailable,
     /// The connection could not be made or broke.
     InvalidConnection,
+    /// The server refused our credentials (HTTP 401/403). Fix the configuration.
+    Unauthorized,
     /// The server speaks a protocol version we do not.
     UnsupportedProtocolVersion,
     /// The server's answer was malformed.
@@ -176,6 +190,7 @@ impl ErrorKind {
             ErrorKind::OutcomeUnknown => "outcome_unknown",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::InvalidConnection => "invalid_connection",
+            ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::UnsupportedProtocolVersion => "unsupported_protocol_version",
             ErrorKind::InvalidResponse => "invalid_response",
             ErrorKind::Rpc => "rpc",
@@ -201,6 +216,7 @@ impl Error {
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::Unavailable { .. } => ErrorKind::Unavailable,
             Error::Connection { .. } => ErrorKind::InvalidConnection,
+            Error::Unauthorized { .. } => ErrorKind::Unauthorized,
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Rpc { .. } => ErrorKind::Rpc,

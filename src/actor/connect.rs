@@ -15,7 +15,7 @@ use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
 use crate::protocol::lifecycle;
-use crate::transport::{stdio, Connection, Outbound, SkipCounters, TransportEvent};
+use crate::transport::{http, stdio, Connection, Outbound, SkipCounters, TransportEvent};
 
 /// Guards against a server whose `nextCursor` never ends.
 const MAX_TOOL_PAGES: usize = 1000;
@@ -53,13 +53,14 @@ impl Attempt {
     }
 
     async fn establish(self) -> Result<Established, Error> {
-        let Transport::Stdio(stdio_config) = &self.transport;
-        let connection = stdio::spawn(
-            &self.server,
-            stdio_config,
-            &self.settings,
-            self.skips.clone(),
-        )?;
+        let connection = match &self.transport {
+            Transport::Stdio(config) => {
+                stdio::spawn(&self.server, config, &self.settings, self.skips.clone())?
+            }
+            Transport::Http(config) => {
+                http::connect(&self.server, config, &self.settings, self.skips.clone())?
+            }
+        };
         let mut session = Handshake {
             attempt: &self,
             connection,
@@ -72,6 +73,10 @@ impl Attempt {
             "notifications/initialized",
             None,
         ));
+        session
+            .connection
+            .closer
+            .initialized(&init.protocol_version.to_string());
 
         let tools = if init.capabilities.tools.is_some() {
             session.list_tools().await?
@@ -154,8 +159,14 @@ impl Handshake<'_> {
                         params,
                     );
                 }
-                TransportEvent::Message(other) => {
-                    tracing::debug!(server = %server, message = ?other, "ignored during handshake");
+                TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
+                TransportEvent::Rejected(ids) | TransportEvent::Interrupted { ids, .. }
+                    if ids.contains(&id) =>
+                {
+                    return Err(Error::connection(server, format!("{method} got no answer")))
+                }
+                other => {
+                    tracing::debug!(server = %server, event = ?other, "ignored during handshake");
                 }
             }
         }

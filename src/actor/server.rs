@@ -24,8 +24,7 @@ use crate::policy::retry::{after_disconnect, AfterDisconnect, RetryPolicy, ToolH
 use crate::policy::state::{Action, ConnectionMachine, Event, ServerState};
 use crate::protocol::jsonrpc::{self, Inbound};
 use crate::protocol::lifecycle;
-use crate::transport::stdio::ProcessHandle;
-use crate::transport::{Outbound, SkipCounters, TransportEvent};
+use crate::transport::{Closer, Outbound, SkipCounters, TransportEvent};
 
 /// How long to gather `tools/list_changed` notifications before fetching the list once.
 const TOOLS_REFRESH_DEBOUNCE: Duration = Duration::from_millis(100);
@@ -35,7 +34,7 @@ struct Live {
     /// Which connection attempt made it; events of older ones are ignored.
     seq: u64,
     outbound: Outbound,
-    process: ProcessHandle,
+    closer: Closer,
     stream: SpawnHandle,
 }
 
@@ -237,7 +236,7 @@ impl ServerActor {
                 self.live = Some(Live {
                     seq,
                     outbound: connection.outbound,
-                    process: connection.process,
+                    closer: connection.closer,
                     stream,
                 });
                 self.feed(Event::Connected, ctx);
@@ -259,19 +258,18 @@ impl ServerActor {
         ctx.cancel_future(live.stream);
         // Dropping the last sender closes the server's stdin.
         drop(live.outbound);
-        let process = live.process;
+        let closer = live.closer;
         if *self.machine.state() == ServerState::Stopped {
             let grace = self.settings.shutdown_grace;
             let (done, closed) = oneshot::channel();
             self.closing.push(closed);
             actix::spawn(async move {
-                process.shutdown(grace).await;
+                closer.shutdown(grace).await;
                 let _ = done.send(());
             });
         } else {
             // The connection is broken or hung: no politeness.
-            process.kill();
-            actix::spawn(process.shutdown(Duration::ZERO));
+            actix::spawn(closer.kill());
         }
     }
 
@@ -544,18 +542,19 @@ impl ServerActor {
             return;
         }
         self.last_error = Some(error.clone());
-        self.settle_in_flight(&error);
+        self.settle_in_flight(&error, None);
         self.feed(Event::ConnectionLost(error), ctx);
     }
 
     /// Decides, call by call, what happens to the calls written on a connection that is going
     /// away: re-sent on the next one, or answered now (see [`after_disconnect`]).
-    fn settle_in_flight(&mut self, error: &Error) {
+    /// Only the calls in `only`, when given.
+    fn settle_in_flight(&mut self, error: &Error, only: Option<&[u64]>) {
         let trusted = self.settings.trusted;
         let mut in_flight: Vec<u64> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.sent)
+            .filter(|(id, c)| c.sent && only.is_none_or(|ids| ids.contains(id)))
             .map(|(id, _)| *id)
             .collect();
         in_flight.sort_unstable();
@@ -598,6 +597,18 @@ impl ServerActor {
         // Re-sent calls go first: they are the oldest.
         for id in resend.into_iter().rev() {
             self.waiting.push_front(id);
+        }
+    }
+
+    /// Calls the server never processed: they count as never written, and go first once a
+    /// connection is Ready again.
+    fn unsend(&mut self, ids: &[u64]) {
+        for id in ids.iter().rev() {
+            if let Some(entry) = self.calls.get_mut(id).filter(|c| c.sent) {
+                entry.sent = false;
+                entry.sends -= 1;
+                self.waiting.push_front(*id);
+            }
         }
     }
 
@@ -770,7 +781,7 @@ impl ServerActor {
             subscriptions: self.subscriptions.iter().cloned().collect(),
             counters,
             last_error: self.last_error.clone(),
-            pid: self.live.as_ref().and_then(|l| l.process.pid()),
+            pid: self.live.as_ref().and_then(|l| l.closer.pid()),
             pending_calls: self.calls.len(),
         }
     }
@@ -800,6 +811,16 @@ impl StreamHandler<FromServer> for ServerActor {
         }
         match event {
             TransportEvent::Message(message) => self.on_message(message, ctx),
+            TransportEvent::Rejected(ids) => self.unsend(&ids),
+            TransportEvent::CallFailed { id, error } => {
+                if self.calls.get(&id).is_some_and(|c| c.sent) {
+                    self.finish_call(id, Err(error));
+                }
+            }
+            TransportEvent::Interrupted { ids, error } => {
+                self.settle_in_flight(&error, Some(&ids));
+                self.flush_waiting();
+            }
             TransportEvent::Closed(error) => self.connection_lost(error, ctx),
         }
     }
@@ -949,7 +970,7 @@ impl Handler<Reconnect> for ServerActor {
             ServerState::Ready => {
                 // The connection is dropped on purpose: its calls are settled like on a crash.
                 let error = Error::connection(&self.name, "reconnect requested");
-                self.settle_in_flight(&error);
+                self.settle_in_flight(&error, None);
             }
             _ => {}
         }

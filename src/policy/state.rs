@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 
 use crate::config::Settings;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::policy::backoff::Backoff;
 
 /// Where a server's connection is, as status queries and events report it.
@@ -298,6 +298,11 @@ impl ConnectionMachine {
             return Vec::new();
         }
         self.connecting = false;
+        if error.kind() == ErrorKind::Unauthorized {
+            // The same credentials will be refused again: retrying would only hammer the server.
+            let attempts = self.attempts();
+            return self.give_up(error, attempts, now);
+        }
         match self.state.clone() {
             ServerState::Connecting { attempt, max } if attempt < max => {
                 let after = self.policy.startup_backoff.delay(attempt, rng);
@@ -761,6 +766,29 @@ mod tests {
         let a = h.on(Event::Reconnect);
         assert_eq!(a.first(), Some(&Action::Disconnect));
         assert_eq!(a.last(), Some(&Action::Connect));
+    }
+
+    #[test]
+    fn refused_credentials_are_not_retried() {
+        let unauthorized = || Error::Unauthorized {
+            server: "demo".into(),
+            status: 401,
+            message: "Bearer".into(),
+        };
+        let mut h = Harness::new(policy(0.0));
+        h.on(Event::Start);
+        let a = h.on(Event::ConnectFailed(unauthorized()));
+        assert_eq!(a.last(), Some(&Action::FailWaiting));
+        assert!(matches!(h.m.state(), ServerState::Failed { .. }));
+        assert_eq!(h.m.attempts(), 1);
+
+        // Nor during a reconnect.
+        let mut h = Harness::new(policy(0.0));
+        ready(&mut h);
+        h.on(Event::ConnectionLost(err("EOF")));
+        let a = h.on(Event::ConnectFailed(unauthorized()));
+        assert!(!a.iter().any(|a| matches!(a, Action::ScheduleRetry { .. })));
+        assert!(matches!(h.m.state(), ServerState::Failed { .. }));
     }
 
     #[test]

@@ -3,3 +3,4 @@
 pub mod codec;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod sse;

@@ -4,6 +4,7 @@
 //! Transports do IO only. They know nothing of calls, retries or states: framing and parsing
 //! come from [`crate::protocol`], every decision from [`crate::policy`].
 
+pub(crate) mod http;
 pub(crate) mod stdio;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,24 @@ use crate::protocol::jsonrpc::Inbound;
 pub(crate) enum TransportEvent {
     /// A message.
     Message(Inbound),
+    /// These requests never reached the server, or it refused them unprocessed (its session
+    /// was gone): they may be sent again whatever their retry policy.
+    Rejected(Vec<u64>),
+    /// This request failed on its own (e.g. HTTP 401); the connection is fine.
+    CallFailed {
+        /// Our request id.
+        id: u64,
+        /// What to answer.
+        error: Error,
+    },
+    /// The answers to these requests were lost and cannot be recovered, though the connection
+    /// still works: the retry rules decide what happens to them.
+    Interrupted {
+        /// Our request ids.
+        ids: Vec<u64>,
+        /// Why.
+        error: Error,
+    },
     /// The connection is gone; nothing follows.
     Closed(Error),
 }
@@ -54,5 +73,47 @@ impl Outbound {
 pub(crate) struct Connection {
     pub outbound: Outbound,
     pub events: LocalBoxStream<'static, TransportEvent>,
-    pub process: stdio::ProcessHandle,
+    pub closer: Closer,
+}
+
+/// Stops a connection: a child process, or an HTTP session.
+pub(crate) enum Closer {
+    Process(stdio::ProcessHandle),
+    Http(http::HttpHandle),
+}
+
+impl Closer {
+    /// The child's process id (stdio only).
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Closer::Process(p) => p.pid(),
+            Closer::Http(_) => None,
+        }
+    }
+
+    /// The handshake is done with this protocol version.
+    pub fn initialized(&self, protocol_version: &str) {
+        if let Closer::Http(h) = self {
+            h.initialized(protocol_version);
+        }
+    }
+
+    /// Ends a broken or hung connection at once.
+    pub async fn kill(self) {
+        match self {
+            Closer::Process(p) => {
+                p.kill();
+                p.shutdown(std::time::Duration::ZERO).await;
+            }
+            Closer::Http(h) => h.kill(),
+        }
+    }
+
+    /// Ends a healthy connection politely (stdin closed first / session deleted).
+    pub async fn shutdown(self, grace: std::time::Duration) {
+        match self {
+            Closer::Process(p) => p.shutdown(grace).await,
+            Closer::Http(h) => h.shutdown(grace).await,
+        }
+    }
 }

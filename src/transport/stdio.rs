@@ -244,7 +244,7 @@ pub(crate) fn spawn(
     Ok(Connection {
         outbound: Outbound(out_tx),
         events: reader.into_stream(),
-        process,
+        closer: super::Closer::Process(process),
     })
 }
 
