@@ -357,7 +357,21 @@ async fn on_response(
         };
         match body {
             Ok(body) => {
-                deliver(shared, &body, Some(id));
+                if !deliver(shared, &body, Some(id)) {
+                    // Nothing else will answer this call: say so now, not at its deadline.
+                    let preview: String =
+                        String::from_utf8_lossy(&body).chars().take(120).collect();
+                    shared.emit(TransportEvent::CallFailed {
+                        id,
+                        error: Error::InvalidResponse {
+                            server: shared.server.to_string(),
+                            method: method.to_owned(),
+                            message: format!(
+                                "the JSON answer holds no response to this request: {preview}"
+                            ),
+                        },
+                    });
+                }
             }
             Err(e) => shared.emit(TransportEvent::CallFailed {
                 id,
@@ -371,11 +385,7 @@ async fn on_response(
         return;
     }
     let detail = error_detail(&mut response).await;
-    let session_gone = had_session
-        && (status == StatusCode::NOT_FOUND
-            || (status == StatusCode::BAD_REQUEST
-                && detail.to_ascii_lowercase().contains("session")));
-    if session_gone {
+    if session_gone(had_session, status, &detail) {
         if let Some(id) = id {
             shared.emit(TransportEvent::Rejected(vec![id]));
         }
@@ -530,6 +540,16 @@ async fn get(shared: &Shared, last_event_id: Option<&str>) -> Result<Response, S
     request.send().await
 }
 
+/// Whether an error answer says our session is gone: 404 per the spec, or a 400 that names
+/// the session (the TypeScript reference server). Without a session, neither means that: a
+/// stateless server may simply have no GET endpoint.
+fn session_gone(had_session: bool, status: StatusCode, detail: &str) -> bool {
+    had_session
+        && (status == StatusCode::NOT_FOUND
+            || (status == StatusCode::BAD_REQUEST
+                && detail.to_ascii_lowercase().contains("session")))
+}
+
 /// Waits `delay`, unless the connection closes first (then false).
 async fn pause(shared: &Shared, delay: Duration) -> bool {
     tokio::select! {
@@ -596,10 +616,8 @@ async fn listen(shared: Rc<Shared>) {
             Ok(mut r) => {
                 let status = r.status();
                 let detail = error_detail(&mut r).await;
-                if status == StatusCode::NOT_FOUND
-                    || (status == StatusCode::BAD_REQUEST
-                        && detail.to_ascii_lowercase().contains("session"))
-                {
+                let had_session = shared.session.borrow().is_some();
+                if session_gone(had_session, status, &detail) {
                     shared.emit(TransportEvent::Closed(shared.connection_error(format!(
                         "the server no longer knows our session (HTTP {}): {detail}",
                         status.as_u16()

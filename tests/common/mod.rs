@@ -2,6 +2,8 @@
 //! tests can await, and process-table checks.
 #![allow(dead_code)]
 
+pub mod http_server;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -184,6 +186,19 @@ pub async fn gone_within(pid: u32, limit: Duration) -> bool {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     !is_running(pid)
+}
+
+/// Waits (bounded, 10 s) for a condition that no event announces, e.g. a counter of the test
+/// server.
+pub async fn until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 pub fn kill(pid: u32, signal: nix::sys::signal::Signal) {
