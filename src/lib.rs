@@ -93,3 +93,8 @@ pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
+
+/// The README's examples, compiled as doc tests so that they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
