@@ -246,3 +246,17 @@ impl std::io::Write for LogCapture {
         Ok(())
     }
 }
+
+/// Appends one row (scenario, result, figure) to the table `.ci/interop` prints at the end.
+pub fn record(scenario: &str, result: &str, figure: &str) {
+    use std::io::Write;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/interop");
+    let _ = std::fs::create_dir_all(&dir);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("results.tsv"));
+    if let Ok(mut f) = file {
+        let _ = writeln!(f, "{scenario}\t{result}\t{figure}");
+    }
+}
