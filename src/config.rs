@@ -121,11 +121,12 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-// Header values are credentials more often than not: Debug shows their names only.
+// Header values are credentials more often than not: Debug shows their names only, and the
+// URL without its userinfo and query (where hosted servers often put API keys).
 impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpConfig")
-            .field("url", &self.url)
+            .field("url", &redact_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -579,6 +580,25 @@ fn parse_http(
     Ok(config)
 }
 
+/// A URL fit for logs: without `user:password@` and without the query string, where API keys
+/// tend to live.
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let hidden = if authority.contains('@') { "***@" } else { "" };
+    let query = if url.contains('?') { "?***" } else { "" };
+    if scheme.is_empty() {
+        format!("{hidden}{host}{path}{query}")
+    } else {
+        format!("{scheme}://{hidden}{host}{path}{query}")
+    }
+}
+
 fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
     let url = http.url.trim();
     let rest = url
@@ -732,6 +752,21 @@ mod tests {
             Some("Bearer t")
         );
         assert!(!format!("{:?}", servers[0]).contains("Bearer t"));
+    }
+
+    #[test]
+    fn urls_in_logs_lose_their_credentials() {
+        assert_eq!(
+            redact_url("https://u:pw@h.example:8443/mcp?key=s3cret#x"),
+            "https://***@h.example:8443/mcp?***"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:80/mcp"),
+            "http://127.0.0.1:80/mcp"
+        );
+        assert_eq!(redact_url("http://h"), "http://h");
+        let cfg = ServerConfig::http("h", "https://h.example/mcp?api_key=s3cret");
+        assert!(!format!("{cfg:?}").contains("s3cret"));
     }
 
     #[test]

@@ -283,21 +283,124 @@ async fn json_answers_keepalives_and_no_get_stream_are_fine() {
 }
 
 #[actix::test]
-async fn a_server_error_reconnects_and_the_call_follows_its_retry_rules() {
+async fn a_server_error_fails_that_call_by_its_retry_rules_and_keeps_the_session() {
     let server = TestHttpServer::start().await;
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.ready("web", 1).await;
     server.faults().status_override(Some(503));
-    // tools/call on an untrusted server: may have run, not re-sent.
+    // tools/call on an untrusted server: it may have run, so it is not re-sent.
     let err = sup.send(echo("x")).await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    // A safe method is re-sent once, meets the 503 again, and is given up.
+    let posts = server.stats().posts("tools/list");
+    let err = sup.send(ListTools::new("web")).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert_eq!(
+        server.stats().posts("tools/list") - posts,
+        2,
+        "sent, then re-sent once"
+    );
+
     server.faults().status_override(None);
-    events.ready("web", 2).await;
-    // A safe method in flight across the same kind of failure is re-sent.
     let listed = sup.send(ListTools::new("web")).await.unwrap().unwrap();
     assert_eq!(listed.tools.len(), 4);
+    let st = status(&sup).await;
+    assert_eq!(
+        st.counters.reconnects, 0,
+        "one failed request does not cost the session"
+    );
+    assert_eq!(server.stats().posts("initialize"), 1);
     sup.send(Shutdown).await.unwrap();
     server.stop().await;
+}
+
+#[actix::test]
+async fn a_json_answer_slower_than_the_default_timeout_still_arrives() {
+    let server = TestHttpServer::start().await;
+    server.faults().json_responses(true);
+    // Every answer is delayed by 1.5 s below, the liveness ping's too: give it time.
+    let config = ServerConfig::http("web", server.url())
+        .call_timeout(Duration::from_millis(300))
+        .connect_timeout(Duration::from_millis(300))
+        .ping_timeout(Duration::from_secs(5));
+    let (sup, events) = start(config);
+    events.ready("web", 1).await;
+    server.faults().delay_ms(1500);
+    // The call's own timeout is what counts, not the server's defaults.
+    let slow = echo("patient").timeout(Duration::from_secs(10));
+    assert_eq!(text_of(&sup.send(slow).await.unwrap().unwrap()), "patient");
+    // A call that times out costs neither the session nor the other calls.
+    let hasty = sup.send(echo("hasty").timeout(Duration::from_millis(200)));
+    let patient = sup.send(echo("patient 2").timeout(Duration::from_secs(10)));
+    assert_eq!(hasty.await.unwrap().unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(text_of(&patient.await.unwrap().unwrap()), "patient 2");
+    assert_eq!(status(&sup).await.counters.reconnects, 0);
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_get_stream_that_ends_at_once_is_not_reopened_in_a_loop() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    // A server whose GET stream says `retry: 0` and ends at once, every time.
+    let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = gets.clone();
+    let server = HttpServer::new(move || {
+        let counter = counter.clone();
+        App::new()
+            .route(
+                "/mcp",
+                web::get().to(move || {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    async {
+                        HttpResponse::Ok()
+                            .content_type("text/event-stream")
+                            .body("retry: 0\n\n")
+                    }
+                }),
+            )
+            .route(
+                "/mcp",
+                web::post().to(|body: web::Bytes| async move {
+                    let request: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_default();
+                    match request["method"].as_str() {
+                        Some("initialize") => HttpResponse::Ok().json(json!({
+                            "jsonrpc": "2.0", "id": request["id"],
+                            "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "serverInfo": {"name": "closer", "version": "0"}}
+                        })),
+                        _ => HttpResponse::Accepted().finish(),
+                    }
+                }),
+            )
+    })
+    .workers(1)
+    .bind(("127.0.0.1", 0))
+    .unwrap();
+    let port = server.addrs()[0].port();
+    let running = server.run();
+    let handle = running.handle();
+    actix::spawn(running);
+
+    let (sup, events) = start(ServerConfig::http(
+        "web",
+        format!("http://127.0.0.1:{port}/mcp"),
+    ));
+    events.ready("web", 1).await;
+    // Backing off from 100 ms, five empty streams take about 3 s; then it stops trying.
+    until("the GET stream to be given up", || {
+        gets.load(std::sync::atomic::Ordering::SeqCst) >= 5
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let total = gets.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        total <= 6,
+        "{total} GETs: the stream must not be reopened in a loop"
+    );
+    sup.send(Shutdown).await.unwrap();
+    handle.stop(false).await;
 }
 
 #[actix::test]
@@ -345,4 +448,99 @@ async fn a_malformed_answer_is_an_invalid_response_not_a_hang() {
     );
     sup.send(Shutdown).await.unwrap();
     handle.stop(false).await;
+}
+
+/// A server request whose id equals the id of our call in flight: our answer to it must never
+/// be mistaken for our call, whatever HTTP status the server gives that answer.
+#[actix::test]
+async fn an_answer_to_a_server_request_is_never_mistaken_for_our_call() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for answer_status in [200u16, 400, 404] {
+        let tool_posts = Arc::new(AtomicUsize::new(0));
+        let counter = tool_posts.clone();
+        let server = HttpServer::new(move || {
+            let counter = counter.clone();
+            App::new()
+                .route(
+                    "/mcp",
+                    web::post().to(move |body: web::Bytes| {
+                        let counter = counter.clone();
+                        async move {
+                            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                            match request["method"].as_str() {
+                                Some("initialize") => HttpResponse::Ok()
+                                    .insert_header(("mcp-session-id", "abc"))
+                                    .json(json!({
+                                        "jsonrpc": "2.0", "id": request["id"],
+                                        "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "serverInfo": {"name": "asker", "version": "0"}}
+                                    })),
+                                Some("tools/call") => {
+                                    counter.fetch_add(1, Ordering::SeqCst);
+                                    // Ask the client something with the same id as its call,
+                                    // then answer the call a little later.
+                                    let id = request["id"].clone();
+                                    let ask = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+                                    let done = json!({"jsonrpc": "2.0", "id": id,
+                                                      "result": {"content": [{"type": "text", "text": "done"}]}});
+                                    let events = futures_util::stream::unfold(0, move |n| {
+                                        let (ask, done) = (ask.clone(), done.clone());
+                                        async move {
+                                            let event = match n {
+                                                0 => format!("data: {ask}\n\n"),
+                                                1 => {
+                                                    tokio::time::sleep(Duration::from_millis(500)).await;
+                                                    format!("data: {done}\n\n")
+                                                }
+                                                _ => return None,
+                                            };
+                                            Some((Ok::<_, std::io::Error>(bytes::Bytes::from(event)), n + 1))
+                                        }
+                                    });
+                                    HttpResponse::Ok().content_type("text/event-stream").streaming(events)
+                                }
+                                Some(_) => HttpResponse::Accepted().finish(),
+                                // Our answer to roots/list.
+                                None => HttpResponse::build(
+                                    actix_web::http::StatusCode::from_u16(answer_status).unwrap(),
+                                )
+                                .finish(),
+                            }
+                        }
+                    }),
+                )
+                .route("/mcp", web::get().to(|| async { HttpResponse::MethodNotAllowed().finish() }))
+        })
+        .workers(1)
+        .bind(("127.0.0.1", 0))
+        .unwrap();
+        let port = server.addrs()[0].port();
+        let running = server.run();
+        let handle = running.handle();
+        actix::spawn(running);
+
+        let (sup, events) = start(ServerConfig::http(
+            "web",
+            format!("http://127.0.0.1:{port}/mcp"),
+        ));
+        events.ready("web", 1).await;
+        let outcome = sup
+            .send(CallTool::new("web", "x", json!({})).timeout(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        match (answer_status, outcome) {
+            // A 404 says the session is gone: the call in flight may have run.
+            (404, Err(e)) => assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}"),
+            (_, Ok(result)) => assert_eq!(text_of(&result), "done"),
+            (status, Err(e)) => panic!("HTTP {status} on our answer failed our call: {e}"),
+        }
+        assert_eq!(
+            tool_posts.load(Ordering::SeqCst),
+            1,
+            "HTTP {answer_status}: the tool was sent once"
+        );
+        sup.send(Shutdown).await.unwrap();
+        handle.stop(false).await;
+    }
 }

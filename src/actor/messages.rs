@@ -16,7 +16,8 @@ use crate::protocol::jsonrpc::RpcError;
 /// Options every call carries.
 #[derive(Clone, Default)]
 pub struct CallOptions {
-    /// Deadline, from when the call is made; the server's `call_timeout` when `None`.
+    /// Deadline, counted from when the server's actor takes the call (time in the actix
+    /// mailboxes before that is not counted); the server's `call_timeout` when `None`.
     pub timeout: Option<Duration>,
     /// What may be re-sent after a broken connection.
     pub retry: RetryPolicy,

@@ -20,7 +20,9 @@ use crate::actor::messages::*;
 use crate::actor::status::{Counters, ServerStatus};
 use crate::config::{ServerConfig, Settings};
 use crate::error::{Error, ErrorKind};
-use crate::policy::retry::{after_disconnect, AfterDisconnect, RetryPolicy, ToolHints};
+use crate::policy::retry::{
+    after_disconnect, is_safe_by_nature, AfterDisconnect, RetryPolicy, ToolHints,
+};
 use crate::policy::state::{Action, ConnectionMachine, Event, ServerState};
 use crate::protocol::jsonrpc::{self, Inbound};
 use crate::protocol::lifecycle;
@@ -49,6 +51,8 @@ struct FromServer(u64, TransportEvent);
 pub(crate) struct ActorGone {
     pub name: String,
     pub epoch: u64,
+    /// Stopped by a `Shutdown` message, not by a crash: not to be replaced.
+    pub deliberate: bool,
 }
 
 /// Sends [`ActorGone`] when dropped: a `Drop` runs during a panic's unwinding too, where
@@ -57,6 +61,7 @@ pub(crate) struct GoneNotice {
     pub supervisor: Recipient<ActorGone>,
     pub name: String,
     pub epoch: u64,
+    pub deliberate: bool,
 }
 
 impl Drop for GoneNotice {
@@ -64,6 +69,7 @@ impl Drop for GoneNotice {
         self.supervisor.do_send(ActorGone {
             name: std::mem::take(&mut self.name),
             epoch: self.epoch,
+            deliberate: self.deliberate,
         });
     }
 }
@@ -423,10 +429,25 @@ impl ServerActor {
         let ids: Vec<u64> = self.waiting.drain(..).collect();
         for id in ids {
             if let Some(entry) = self.calls.remove(&id) {
-                let error = self.not_sent_error();
+                let reason = format!("the server is {}", self.machine.state().name());
+                let error = self.unanswered_error(&entry, &reason);
                 self.counters.calls_failed += 1;
                 entry.answer(Err(error));
             }
+        }
+    }
+
+    /// The error for a call that will get no answer: if it was ever written and may have an
+    /// effect, its outcome is unknown; otherwise nothing ran that matters.
+    fn unanswered_error(&self, entry: &CallEntry, reason: &str) -> Error {
+        if entry.sends > 0 && !is_safe_by_nature(&entry.method) {
+            Error::OutcomeUnknown {
+                server: self.name.to_string(),
+                method: entry.method.clone(),
+                reason: format!("it was sent before its connection broke, and {reason}"),
+            }
+        } else {
+            self.not_sent_error()
         }
     }
 
@@ -473,8 +494,10 @@ impl ServerActor {
             return;
         };
         if !entry.sent {
+            self.waiting.retain(|w| *w != id);
             self.counters.calls_failed += 1;
-            let error = self.not_sent_error();
+            let error =
+                self.unanswered_error(&entry, "its deadline passed before it could be re-sent");
             entry.answer(Err(error));
             return;
         }
@@ -493,6 +516,7 @@ impl ServerActor {
                 "notifications/cancelled",
                 Some(&params),
             ));
+            live.outbound.abandon(id);
             self.counters.cancellations_sent += 1;
         }
         self.check_liveness(ctx);
@@ -983,14 +1007,16 @@ impl Handler<Shutdown> for ServerActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(gone) = &mut self._gone {
+            gone.deliberate = true;
+        }
         self.feed(Event::Stop, ctx);
         // Calls in flight get their answer now rather than at their deadline.
         let ids: Vec<u64> = self.calls.keys().copied().collect();
         for id in ids {
             if let Some(entry) = self.calls.remove(&id) {
-                entry.answer(Err(Error::Stopped {
-                    server: self.name.to_string(),
-                }));
+                let error = self.unanswered_error(&entry, "the server was stopped");
+                entry.answer(Err(error));
             }
         }
         let closing = std::mem::take(&mut self.closing);

@@ -146,6 +146,7 @@ impl Supervisor {
             supervisor: ctx.address().recipient(),
             name: name.clone(),
             epoch: self.epoch,
+            deliberate: false,
         };
         let actor = ServerActor::new(config.clone(), &self.settings).supervised(
             gone,
@@ -223,6 +224,12 @@ impl Handler<ActorGone> for Supervisor {
             return;
         };
         if entry.epoch != gone.epoch {
+            return;
+        }
+        if gone.deliberate {
+            // Someone sent `Shutdown` to the server's own address: it stays stopped.
+            tracing::info!(server = %gone.name, "server actor stopped on request; removed");
+            self.servers.remove(&gone.name);
             return;
         }
         tracing::error!(server = %gone.name, "server actor died unexpectedly; starting a new one");

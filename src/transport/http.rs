@@ -17,10 +17,13 @@
 //!   is how an idle connection notices that the server went away;
 //! - DELETE of the session on shutdown.
 //!
-//! awc's defaults (5 s to the response head, 2 MiB bodies) are replaced per request. TLS uses a
-//! rustls config built here with the ring provider, never a process-wide default.
+//! awc's defaults (5 s to the response head, 2 MiB bodies) do not apply: requests live as long
+//! as their calls (an expired call's request is aborted), and bodies are bounded by
+//! `max_message_bytes`. TLS uses a rustls config built here with the ring provider, never a
+//! process-wide default.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,9 +35,10 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::{mpsc, Notify};
+use tokio::task::AbortHandle;
 
-use super::{Connection, Outbound, SkipCounters, TransportEvent};
-use crate::config::{HttpConfig, Settings};
+use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
+use crate::config::{redact_url, HttpConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
 use crate::protocol::jsonrpc::{parse_frame, Inbound};
@@ -47,6 +51,11 @@ const LAST_EVENT_ID: &str = "last-event-id";
 const MAX_RESUMES: u32 = 3;
 /// How much of an error body we read to explain an error.
 const ERROR_BODY_LIMIT: usize = 8 * 1024;
+/// The shortest reconnection delay we honour, whatever `retry:` says: a server asking for 0 ms
+/// must not make us spin.
+const MIN_RETRY: Duration = Duration::from_millis(100);
+/// A GET stream that ends this many times in a row without delivering anything is given up.
+const MAX_EMPTY_STREAMS: u32 = 5;
 
 /// What one HTTP connection shares between its requests. Everything runs on the actor's
 /// arbiter (awc's client is not `Send`), hence `Rc` and `Cell`.
@@ -54,6 +63,8 @@ struct Shared {
     server: Arc<str>,
     client: awc::Client,
     url: String,
+    /// The URL without credentials (userinfo, query), for logs and errors.
+    shown_url: String,
     headers: Vec<(HeaderName, HeaderValue)>,
     session: RefCell<Option<String>>,
     protocol_version: RefCell<Option<String>>,
@@ -61,8 +72,6 @@ struct Shared {
     closed: Cell<bool>,
     close: Notify,
     max_message_bytes: usize,
-    /// Time allowed until the response head.
-    request_timeout: Duration,
     resume_backoff: Backoff,
     skips: Arc<SkipCounters>,
 }
@@ -145,6 +154,7 @@ pub(crate) fn connect(
         server: server.clone(),
         client: build_client(settings.connect_timeout)?,
         url: config.url.clone(),
+        shown_url: redact_url(&config.url),
         headers,
         session: RefCell::new(None),
         protocol_version: RefCell::new(None),
@@ -152,8 +162,6 @@ pub(crate) fn connect(
         closed: Cell::new(false),
         close: Notify::new(),
         max_message_bytes: settings.max_message_bytes,
-        request_timeout: settings.call_timeout.max(settings.connect_timeout)
-            + Duration::from_secs(5),
         resume_backoff: settings.reconnect_backoff,
         skips,
     });
@@ -185,9 +193,12 @@ fn build_client(connect_timeout: Duration) -> Result<awc::Client, Error> {
     let connector = awc::Connector::new()
         .rustls_0_23(Arc::new(tls))
         .timeout(connect_timeout);
+    // No client-wide timeout: a request lives as long as its call, whose deadline the actor
+    // keeps (an expired call's request is abandoned); connecting has the connector's timeout.
     Ok(awc::Client::builder()
         .connector(connector)
         .disable_redirects()
+        .disable_timeout()
         .finish())
 }
 
@@ -252,32 +263,47 @@ impl Shared {
 
 /// The id and method of one of our outgoing messages.
 #[derive(Deserialize, Default)]
-struct Outgoing {
+struct Header {
     id: Option<u64>,
     method: Option<String>,
 }
 
-/// POSTs messages as the actor queues them: notifications one after the other (so that
-/// `notifications/initialized` arrives before the next request), requests concurrently.
-async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
-    while let Some(mut line) = rx.recv().await {
+/// POSTs messages as the actor queues them: notifications and answers one after the other (so
+/// that `notifications/initialized` arrives before the next request), requests concurrently,
+/// each in a task that an abandoned call aborts.
+async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
+    while let Some(outgoing) = rx.recv().await {
         if shared.closed.get() {
             return;
         }
+        let mut line = match outgoing {
+            Outgoing::Line(line) => line,
+            Outgoing::Abandon(id) => {
+                if let Some(request) = requests.borrow_mut().remove(&id) {
+                    request.abort();
+                }
+                continue;
+            }
+        };
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        let outgoing: Outgoing = serde_json::from_slice(&line).unwrap_or_default();
-        let post = post(
-            shared.clone(),
-            Bytes::from(line),
-            outgoing.id,
-            outgoing.method,
-        );
-        if outgoing.id.is_some() {
-            actix::spawn(post);
-        } else {
-            post.await;
+        let header: Header = serde_json::from_slice(&line).unwrap_or_default();
+        // Only requests have ids of ours; the id of an answer to a server request is the
+        // server's and may collide with one of ours.
+        let id = header.id.filter(|_| header.method.is_some());
+        let post = post(shared.clone(), Bytes::from(line), id, header.method);
+        match id {
+            Some(id) => {
+                let registry = requests.clone();
+                let task = actix::spawn(async move {
+                    post.await;
+                    registry.borrow_mut().remove(&id);
+                });
+                requests.borrow_mut().insert(id, task.abort_handle());
+            }
+            None => post.await,
         }
     }
 }
@@ -286,8 +312,7 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
     let request = shared
         .request(shared.client.post(&shared.url))
         .insert_header((ACCEPT, "application/json, text/event-stream"))
-        .insert_header((CONTENT_TYPE, "application/json"))
-        .timeout(shared.request_timeout);
+        .insert_header((CONTENT_TYPE, "application/json"));
     let (request, had_session) = if method.as_deref() == Some("initialize") {
         (request, false)
     } else {
@@ -299,14 +324,31 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
     };
     let response = match sent {
         Ok(response) => response,
-        Err(e) => {
-            // A request that never reached the server can safely be sent again.
-            if let (Some(id), SendRequestError::Connect(_)) = (id, &e) {
+        Err(SendRequestError::Connect(e)) => {
+            // The server cannot be reached: the connection is over, and this request never
+            // got there, so it can be sent again whatever its retry policy.
+            if let Some(id) = id {
                 shared.emit(TransportEvent::Rejected(vec![id]));
             }
-            shared.emit(TransportEvent::Closed(
-                shared.connection_error(format!("POST to {} failed: {e}", shared.url)),
-            ));
+            shared.emit(TransportEvent::Closed(shared.connection_error(format!(
+                "cannot connect to {}: {e}",
+                shared.shown_url
+            ))));
+            return;
+        }
+        Err(e) => {
+            // This one exchange failed (a reset socket, a garbled answer): the session may
+            // well be fine. Its call follows the retry rules.
+            let error = shared.connection_error(format!("POST failed: {e}"));
+            match id {
+                Some(id) => shared.emit(TransportEvent::Interrupted {
+                    ids: vec![id],
+                    error,
+                }),
+                None => {
+                    tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
+                }
+            }
             return;
         }
     };
@@ -346,7 +388,7 @@ async fn on_response(
         if is_sse(&response) {
             let mut parser = SseParser::new(shared.max_message_bytes);
             let ended = pump(shared, &mut response, &mut parser, Some(id)).await;
-            if let Pumped::Ended { retry } = ended {
+            if let Pumped::Ended { retry, .. } = ended {
                 resume(shared, id, parser, retry).await;
             }
             return;
@@ -402,10 +444,22 @@ async fn on_response(
             message: detail,
         },
         500..=599 => {
-            shared.emit(TransportEvent::Closed(shared.connection_error(format!(
+            // The server failed this request; it may have done part of it. Only this call is
+            // affected: it follows the retry rules. Whether the server is gone altogether, the
+            // GET stream or the next request will tell.
+            let error = shared.connection_error(format!(
                 "HTTP {} from the server: {detail}",
                 status.as_u16()
-            ))));
+            ));
+            match id {
+                Some(id) => shared.emit(TransportEvent::Interrupted {
+                    ids: vec![id],
+                    error,
+                }),
+                None => {
+                    tracing::warn!(server = %shared.server, method, error = %error, "a notification was refused")
+                }
+            }
             return;
         }
         _ if method == "initialize" => shared.connection_error(format!(
@@ -482,8 +536,12 @@ fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> bool {
 enum Pumped {
     /// The awaited response arrived (the stream is dropped, open or not).
     Answered,
-    /// The stream ended first; `retry` is the server's reconnection delay, if it gave one.
-    Ended { retry: Option<Duration> },
+    /// The stream ended first; `retry` is the server's reconnection delay, if it gave one;
+    /// `events` is how many messages it delivered.
+    Ended {
+        retry: Option<Duration>,
+        events: usize,
+    },
     /// The connection is being closed.
     Closed,
 }
@@ -497,21 +555,23 @@ async fn pump(
     awaited: Option<u64>,
 ) -> Pumped {
     let mut retry = None;
+    let mut events = 0;
     loop {
         let chunk = tokio::select! {
             chunk = response.next() => chunk,
             _ = shared.closed() => return Pumped::Closed,
         };
         let Some(Ok(chunk)) = chunk else {
-            return Pumped::Ended { retry };
+            return Pumped::Ended { retry, events };
         };
         let mut answered = false;
         for item in parser.feed(&chunk) {
             match item {
                 SseItem::Event { data, .. } => {
-                    answered |= deliver(shared, data.as_bytes(), awaited)
+                    events += 1;
+                    answered |= deliver(shared, data.as_bytes(), awaited);
                 }
-                SseItem::Retry(delay) => retry = Some(delay),
+                SseItem::Retry(delay) => retry = Some(delay.max(MIN_RETRY)),
                 SseItem::Oversized { bytes } => {
                     shared
                         .skips
@@ -531,8 +591,7 @@ async fn pump(
 async fn get(shared: &Shared, last_event_id: Option<&str>) -> Result<Response, SendRequestError> {
     let request = shared
         .request(shared.client.get(&shared.url))
-        .insert_header((ACCEPT, "text/event-stream"))
-        .timeout(shared.request_timeout);
+        .insert_header((ACCEPT, "text/event-stream"));
     let (mut request, _) = shared.with_session(request);
     if let Some(id) = last_event_id {
         request = request.insert_header((LAST_EVENT_ID, id));
@@ -583,7 +642,7 @@ async fn resume(shared: &Rc<Shared>, id: u64, mut parser: SseParser, mut retry: 
         };
         match pump(shared, &mut response, &mut parser, Some(id)).await {
             Pumped::Answered | Pumped::Closed => return,
-            Pumped::Ended { retry: again } => retry = again.or(retry),
+            Pumped::Ended { retry: again, .. } => retry = again.or(retry),
         }
     }
     shared.emit(TransportEvent::Interrupted {
@@ -597,12 +656,14 @@ async fn resume(shared: &Rc<Shared>, id: u64, mut parser: SseParser, mut retry: 
 async fn listen(shared: Rc<Shared>) {
     let mut parser = SseParser::new(shared.max_message_bytes);
     let mut retry = None;
+    // Refused GETs in a row, and streams in a row that ended without delivering anything.
     let mut failures = 0u32;
+    let mut empty = 0u32;
     loop {
-        let response = get(&shared, parser.last_event_id()).await;
-        if shared.closed.get() {
-            return;
-        }
+        let response = tokio::select! {
+            response = get(&shared, parser.last_event_id()) => response,
+            _ = shared.closed() => return,
+        };
         let mut response = match response {
             Ok(r) if r.status().is_success() && is_sse(&r) => r,
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
@@ -650,9 +711,23 @@ async fn listen(shared: Rc<Shared>) {
         match pump(&shared, &mut response, &mut parser, None).await {
             Pumped::Closed => return,
             Pumped::Answered => {}
-            Pumped::Ended { retry: again } => retry = again.or(retry),
+            Pumped::Ended {
+                retry: again,
+                events,
+            } => {
+                retry = again.or(retry);
+                empty = if events == 0 { empty + 1 } else { 0 };
+            }
         }
-        let delay = retry.unwrap_or_else(|| shared.resume_backoff.initial());
+        if empty >= MAX_EMPTY_STREAMS {
+            tracing::warn!(server = %shared.server, "the server keeps ending the GET stream without sending anything; not reopening it");
+            return;
+        }
+        // Streams that deliver nothing back off like failures, so that a server that closes
+        // them at once cannot make us spin.
+        let delay = retry
+            .unwrap_or_else(|| shared.resume_backoff.initial())
+            .max(shared.resume_backoff.base_delay(empty));
         if !pause(&shared, delay).await {
             return;
         }

@@ -58,14 +58,29 @@ impl SkipCounters {
     }
 }
 
-/// Sends serialized, newline-terminated messages to the server. Cheap to clone.
+/// What the actor hands a transport.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// A serialized, newline-terminated message.
+    Line(Vec<u8>),
+    /// Nobody waits for the answer to this request any more (its call expired): a transport
+    /// that holds resources for it (an HTTP request in flight) lets them go.
+    Abandon(u64),
+}
+
+/// Sends messages to the server. Cheap to clone.
 #[derive(Debug, Clone)]
-pub(crate) struct Outbound(pub mpsc::UnboundedSender<Vec<u8>>);
+pub(crate) struct Outbound(pub mpsc::UnboundedSender<Outgoing>);
 
 impl Outbound {
     /// Queues one message for writing; false if the connection is already gone.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        self.0.send(line).is_ok()
+        self.0.send(Outgoing::Line(line)).is_ok()
+    }
+
+    /// Tells the transport the answer to request `id` is no longer awaited.
+    pub fn abandon(&self, id: u64) {
+        let _ = self.0.send(Outgoing::Abandon(id));
     }
 }
 

@@ -25,7 +25,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use super::{Connection, Outbound, SkipCounters, TransportEvent};
+use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
@@ -79,10 +79,6 @@ impl ProcessHandle {
         }
     }
 
-    fn has_exited(&self) -> bool {
-        self.exit.borrow().is_some()
-    }
-
     async fn wait_exit(&mut self, limit: Duration) -> bool {
         let exited = tokio::time::timeout(limit, self.exit.wait_for(Option::is_some)).await;
         matches!(exited, Ok(Ok(_)))
@@ -122,20 +118,10 @@ impl ProcessHandle {
 
 impl Drop for ProcessHandle {
     fn drop(&mut self) {
-        let Some(pid) = self.pid else { return };
-        let _ = killpg(pid, Signal::SIGKILL);
-        if self.has_exited() {
-            return;
-        }
-        // The runtime may be shutting down with us, and then nobody would reap the child: wait
-        // for it briefly here (it was just sent SIGKILL, so this takes microseconds).
-        for _ in 0..200 {
-            match nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
-                Ok(nix::sys::wait::WaitStatus::StillAlive) => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                _ => return,
-            }
+        // The task that waits on the child reaps it; if the runtime is shutting down with us,
+        // tokio's orphan queue does. Never block the actor's thread here.
+        if let Some(pid) = self.pid {
+            let _ = killpg(pid, Signal::SIGKILL);
         }
     }
 }
@@ -251,17 +237,25 @@ pub(crate) fn spawn(
 /// Writes whatever is queued with as few syscalls as possible; reports the first failure.
 async fn write_loop(
     mut stdin: ChildStdin,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     failed: oneshot::Sender<std::io::Error>,
 ) {
     let mut batch = Vec::with_capacity(64 * 1024);
     while let Some(first) = rx.recv().await {
-        batch.extend_from_slice(&first);
+        // A pipe holds no per-request resources: abandoned requests need nothing done.
+        if let Outgoing::Line(line) = first {
+            batch.extend_from_slice(&line);
+        }
         while let Ok(more) = rx.try_recv() {
-            batch.extend_from_slice(&more);
+            if let Outgoing::Line(line) = more {
+                batch.extend_from_slice(&line);
+            }
             if batch.len() >= 1 << 20 {
                 break;
             }
+        }
+        if batch.is_empty() {
+            continue;
         }
         if let Err(e) = stdin.write_all(&batch).await {
             let _ = failed.send(e);

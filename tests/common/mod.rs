@@ -201,6 +201,22 @@ pub async fn until(what: &str, cond: impl Fn() -> bool) {
     }
 }
 
+/// Like [`until`], for a condition that takes a round trip to check.
+pub async fn until_async<F, Fut>(cond: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "condition not met within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 pub fn kill(pid: u32, signal: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("kill");
 }
