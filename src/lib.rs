@@ -54,13 +54,16 @@
 //! - [`error`]: the [`Error`] enum and its stable kind codes.
 //! - [`config`]: [`ServerConfig`], [`Settings`], and the `mcpServers` JSON loader.
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
-//!   [`codec`](protocol::codec) bounded line framing, [`lifecycle`](protocol::lifecycle) the
-//!   handshake (the seam for future protocol revisions).
+//!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
+//!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
+//!   future protocol revisions).
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
 //!   that makes every connect/retry/give-up decision.
-//! - `transport` (IO only): the stdio child process: spawning, environment, stderr capture,
-//!   batched writes, process-group shutdown.
+//! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
+//!   capture, batched writes, process-group shutdown), and `http`, Streamable HTTP over awc
+//!   (sessions, SSE answers and their resumption, the GET stream, DELETE on shutdown). Both
+//!   hand the actor the same event stream.
 //! - [`actor`]: [`messages`](actor::messages), [`status`](actor::status),
 //!   [`server`](actor::server) (the [`ServerActor`], which carries out the state machine's
 //!   actions) and [`supervisor`](actor::supervisor). Internally, `calls` (the per-call
