@@ -379,10 +379,11 @@ impl ServerConfig {
     /// # Ok::<(), mcp_supervisor::Error>(())
     /// ```
     ///
-    /// The top-level key may be `mcpServers` or VS Code's `servers`. Each server takes `command`,
-    /// `args`, `env`, `cwd`, and optionally `type: "stdio"` and `disabled: true`. HTTP servers
-    /// (`type: "http"`, `"streamable-http"`, `"sse"` or a `url`) are recognised and rejected as
-    /// not supported yet. Errors name the server and the field.
+    /// The top-level key may be `mcpServers` or VS Code's `servers`. A stdio server takes
+    /// `command`, `args`, `env`, `cwd`, and optionally `type: "stdio"`; an HTTP server takes
+    /// `type: "http"` (or `"streamable-http"`, or just a `url`), `url` and `headers`. Any server
+    /// may say `disabled: true`. `type: "sse"`, the legacy HTTP+SSE transport, is rejected.
+    /// Errors name the server and the field.
     pub fn from_mcp_servers_json(json: &str) -> Result<Vec<ServerConfig>, Error> {
         let doc: Value = serde_json::from_str(json)
             .map_err(|e| Error::config(None, "(document)", format!("not valid JSON: {e}")))?;

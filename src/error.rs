@@ -242,6 +242,23 @@ impl Error {
         }
     }
 
+    /// The message without the stderr tail, for errors that carry the tail in a field of their
+    /// own (so it is not shown twice).
+    pub(crate) fn without_stderr(&self) -> String {
+        match self {
+            Error::Connection {
+                server,
+                message,
+                exit_status,
+                ..
+            } => format!(
+                "server `{server}`: connection failed: {message}{}",
+                ExitStatus(exit_status)
+            ),
+            other => other.to_string(),
+        }
+    }
+
     pub(crate) fn config(
         server: Option<&str>,
         field: impl Into<String>,
@@ -335,6 +352,20 @@ mod tests {
         );
         assert_eq!(e.stderr_tail(), ["boom", "bye"]);
         assert_eq!(e.kind(), ErrorKind::InvalidConnection);
+    }
+
+    #[test]
+    fn without_stderr_drops_only_the_tail() {
+        let e = Error::Connection {
+            server: "fs".into(),
+            message: "process exited".into(),
+            exit_status: Some("exit code 1".into()),
+            stderr_tail: vec!["boom".into()],
+        };
+        assert_eq!(
+            e.without_stderr(),
+            "server `fs`: connection failed: process exited (exit code 1)"
+        );
     }
 
     #[test]

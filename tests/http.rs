@@ -544,3 +544,24 @@ async fn an_answer_to_a_server_request_is_never_mistaken_for_our_call() {
         handle.stop(false).await;
     }
 }
+
+#[actix::test]
+async fn an_unreachable_server_fails_with_the_real_reason() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config =
+        ServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp")).max_connect_retries(0);
+    let (sup, events) = start(config);
+    events.state("web", "failed", 1).await;
+    let err = status(&sup).await.last_error.unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidConnection);
+    assert!(
+        err.to_string()
+            .contains("cannot connect to http://127.0.0.1"),
+        "{err}"
+    );
+    sup.send(Shutdown).await.unwrap();
+}

@@ -250,6 +250,12 @@ async fn startup_failing_always_fails_alone() {
         matches!(err, Error::Unavailable { attempts: 4, .. }),
         "{err}"
     );
+    let shown = err.to_string();
+    assert_eq!(
+        shown.matches("simulated start-up failure 4/4").count(),
+        1,
+        "{shown}"
+    );
     assert!(
         err.stderr_tail()
             .iter()

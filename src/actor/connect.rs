@@ -160,11 +160,11 @@ impl Handshake<'_> {
                     );
                 }
                 TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
-                TransportEvent::Rejected(ids) | TransportEvent::Interrupted { ids, .. }
-                    if ids.contains(&id) =>
-                {
-                    return Err(Error::connection(server, format!("{method} got no answer")))
+                TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
+                    return Err(error)
                 }
+                // Never processed: the `Closed` that follows says why (e.g. connection refused).
+                TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {
                     tracing::debug!(server = %server, event = ?other, "ignored during handshake");
                 }

@@ -314,7 +314,7 @@ impl ServerActor {
             ServerState::Failed { error } => {
                 return Err(Error::Unavailable {
                     server: self.name.to_string(),
-                    reason: error.to_string(),
+                    reason: error.without_stderr(),
                     attempts: self.machine.attempts(),
                     stderr_tail: error.stderr_tail().to_vec(),
                 })
@@ -458,7 +458,11 @@ impl ServerActor {
             ServerState::Stopped => Error::Stopped { server },
             state => {
                 let reason = match &self.last_error {
-                    Some(e) => format!("the call was not sent: server is {} ({e})", state.name()),
+                    Some(e) => format!(
+                        "the call was not sent: server is {} ({})",
+                        state.name(),
+                        e.without_stderr()
+                    ),
                     None => format!("the call was not sent: server is {}", state.name()),
                 };
                 Error::Unavailable {
@@ -610,7 +614,10 @@ impl ServerActor {
             } else {
                 Error::Unavailable {
                     server,
-                    reason: format!("connection lost while the call was in flight: {error}"),
+                    reason: format!(
+                        "connection lost while the call was in flight: {}",
+                        error.without_stderr()
+                    ),
                     attempts: 0,
                     stderr_tail: error.stderr_tail().to_vec(),
                 }
