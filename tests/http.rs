@@ -13,34 +13,32 @@ use common::*;
 use mcp_supervisor::*;
 use serde_json::json;
 
+/// Runs an ad-hoc actix-web server on a loopback port: its port and the handle to stop it.
+/// (A macro: `HttpServer`'s generic bounds are not worth spelling out in a function.)
+macro_rules! serve {
+    ($server:expr) => {{
+        let server = $server
+            .workers(1)
+            .bind(("127.0.0.1", 0))
+            .expect("bind a loopback port");
+        let port = server.addrs()[0].port();
+        let running = server.run();
+        let handle = running.handle();
+        actix::spawn(running);
+        (port, handle)
+    }};
+}
+
 fn start(config: ServerConfig) -> (Addr<Supervisor>, Events) {
-    let (events, recipient) = Events::start();
-    let sup = Supervisor::builder()
-        .settings(quick_settings())
-        .server(config)
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    (sup, events)
+    start_supervisor(quick_settings(), [config])
 }
 
 fn echo(text: &str) -> CallTool {
     CallTool::new("web", "echo", json!({ "text": text })).timeout(Duration::from_secs(10))
 }
 
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    serde_json::to_value(&result.content).unwrap()[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-async fn status(sup: &Addr<Supervisor>) -> ServerStatus {
-    sup.send(GetStatus::server("web"))
-        .await
-        .unwrap()
-        .unwrap()
-        .remove(0)
+async fn web_status(sup: &Addr<Supervisor>) -> ServerStatus {
+    status(sup, "web").await
 }
 
 #[actix::test]
@@ -63,7 +61,7 @@ async fn calls_succeed_with_session_version_and_configured_headers() {
     assert_eq!(get("mcp-protocol-version").as_deref(), Some("2025-11-25"));
     assert!(get("mcp-session-id").is_some());
 
-    let st = status(&sup).await;
+    let st = web_status(&sup).await;
     assert_eq!(st.transport, "http");
     assert_eq!(st.tool_count(), 4);
     assert_eq!(st.server_info.unwrap().name, "test-http-server");
@@ -176,7 +174,7 @@ async fn a_stream_cut_mid_call_is_resumed_after_the_servers_retry_delay() {
         gap >= Duration::from_millis(450) && gap <= Duration::from_millis(700),
         "{gap:?}"
     );
-    assert_eq!(status(&sup).await.counters.reconnects, 0);
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
     sup.send(Shutdown).await.unwrap();
     server.stop().await;
 }
@@ -220,7 +218,7 @@ async fn refused_credentials_fail_at_once_without_a_reconnect_storm() {
     server.faults().status_override(Some(401));
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.state("web", "failed", 1).await;
-    let st = status(&sup).await;
+    let st = web_status(&sup).await;
     let err = st.last_error.unwrap();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
     assert!(err.to_string().contains("401"), "{err}");
@@ -252,7 +250,7 @@ async fn refused_credentials_fail_at_once_without_a_reconnect_storm() {
     );
     server.faults().status_override(None);
     assert_eq!(text_of(&sup.send(echo("ok")).await.unwrap().unwrap()), "ok");
-    assert_eq!(status(&sup).await.counters.reconnects, 0);
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
     sup.send(Shutdown).await.unwrap();
     server.stop().await;
 }
@@ -304,7 +302,7 @@ async fn a_server_error_fails_that_call_by_its_retry_rules_and_keeps_the_session
     server.faults().status_override(None);
     let listed = sup.send(ListTools::new("web")).await.unwrap().unwrap();
     assert_eq!(listed.tools.len(), 4);
-    let st = status(&sup).await;
+    let st = web_status(&sup).await;
     assert_eq!(
         st.counters.reconnects, 0,
         "one failed request does not cost the session"
@@ -334,7 +332,7 @@ async fn a_json_answer_slower_than_the_default_timeout_still_arrives() {
     let patient = sup.send(echo("patient 2").timeout(Duration::from_secs(10)));
     assert_eq!(hasty.await.unwrap().unwrap_err().kind(), ErrorKind::Timeout);
     assert_eq!(text_of(&patient.await.unwrap().unwrap()), "patient 2");
-    assert_eq!(status(&sup).await.counters.reconnects, 0);
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
     sup.send(Shutdown).await.unwrap();
     server.stop().await;
 }
@@ -374,14 +372,8 @@ async fn a_get_stream_that_ends_at_once_is_not_reopened_in_a_loop() {
                     }
                 }),
             )
-    })
-    .workers(1)
-    .bind(("127.0.0.1", 0))
-    .unwrap();
-    let port = server.addrs()[0].port();
-    let running = server.run();
-    let handle = running.handle();
-    actix::spawn(running);
+    });
+    let (port, handle) = serve!(server);
 
     let (sup, events) = start(ServerConfig::http(
         "web",
@@ -425,14 +417,8 @@ async fn a_malformed_answer_is_an_invalid_response_not_a_hang() {
                 }
             }),
         )
-    })
-    .workers(1)
-    .bind(("127.0.0.1", 0))
-    .unwrap();
-    let port = server.addrs()[0].port();
-    let running = server.run();
-    let handle = running.handle();
-    actix::spawn(running);
+    });
+    let (port, handle) = serve!(server);
 
     let (sup, events) = start(ServerConfig::http(
         "web",
@@ -511,14 +497,8 @@ async fn an_answer_to_a_server_request_is_never_mistaken_for_our_call() {
                     }),
                 )
                 .route("/mcp", web::get().to(|| async { HttpResponse::MethodNotAllowed().finish() }))
-        })
-        .workers(1)
-        .bind(("127.0.0.1", 0))
-        .unwrap();
-        let port = server.addrs()[0].port();
-        let running = server.run();
-        let handle = running.handle();
-        actix::spawn(running);
+        });
+        let (port, handle) = serve!(server);
 
         let (sup, events) = start(ServerConfig::http(
             "web",
@@ -556,7 +536,7 @@ async fn an_unreachable_server_fails_with_the_real_reason() {
         ServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp")).max_connect_retries(0);
     let (sup, events) = start(config);
     events.state("web", "failed", 1).await;
-    let err = status(&sup).await.last_error.unwrap();
+    let err = web_status(&sup).await.last_error.unwrap();
     assert_eq!(err.kind(), ErrorKind::InvalidConnection);
     assert!(
         err.to_string()

@@ -44,31 +44,9 @@ fn everything(name: &str) -> ServerConfig {
 }
 
 fn start(configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
-    let (events, recipient) = Events::start();
     let mut settings = quick_settings();
     settings.ping_timeout = Duration::from_secs(2);
-    let sup = Supervisor::builder()
-        .settings(settings)
-        .servers(configs)
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    (sup, events)
-}
-
-async fn status(sup: &Addr<Supervisor>, server: &str) -> ServerStatus {
-    sup.send(GetStatus::server(server))
-        .await
-        .unwrap()
-        .unwrap()
-        .remove(0)
-}
-
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    serde_json::to_value(&result.content).unwrap()[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+    start_supervisor(settings, configs)
 }
 
 /// Time from the supervisor's start to the server's first Ready: its cold start (spawn,
@@ -457,26 +435,6 @@ async fn memory_and_filesystem_servers_work() {
         &format!("{} + {} tools; calls answered", tools.0, tools.1),
     );
     sup.send(Shutdown).await.unwrap();
-}
-
-/// A progress recipient and a channel that yields each notification.
-fn progress_channel() -> (
-    actix::Recipient<Progress>,
-    tokio::sync::mpsc::UnboundedReceiver<Progress>,
-) {
-    use actix::{Actor, Context, Handler};
-    struct Sink(tokio::sync::mpsc::UnboundedSender<Progress>);
-    impl Actor for Sink {
-        type Context = Context<Self>;
-    }
-    impl Handler<Progress> for Sink {
-        type Result = ();
-        fn handle(&mut self, p: Progress, _: &mut Context<Self>) {
-            let _ = self.0.send(p);
-        }
-    }
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    (Sink(tx).start().recipient(), rx)
 }
 
 /// Our Python SDK server (`tests/interop/py_server.py`, mcp 2.3.0) over stdio.

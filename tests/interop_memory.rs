@@ -46,13 +46,7 @@ async fn s7_garbage_and_a_64_mib_line_keep_memory_bounded() {
         &format!("head -c 67108864 /dev/zero | tr '\\0' x; echo; exec node {server} stdio"),
     ]);
     let rss_before = proc_status_bytes("VmRSS:");
-    let (events, recipient) = Events::start();
-    let sup = Supervisor::builder()
-        .settings(quick_settings())
-        .servers([noisy, huge])
-        .subscriber(recipient)
-        .start()
-        .unwrap();
+    let (sup, events) = start_supervisor(quick_settings(), [noisy, huge]);
     events.ready("noisy", 1).await;
     events.ready("huge", 1).await;
     for server in ["noisy", "huge"] {

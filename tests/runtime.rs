@@ -10,36 +10,10 @@ use common::*;
 use mcp_supervisor::*;
 use serde_json::{json, Value};
 
-fn start_with(configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
-    let (events, recipient) = Events::start();
-    let sup = Supervisor::builder()
-        .settings(quick_settings())
-        .servers(configs)
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    (sup, events)
-}
-
-async fn status(sup: &Addr<Supervisor>, server: &str) -> ServerStatus {
-    sup.send(GetStatus::server(server))
-        .await
-        .unwrap()
-        .unwrap()
-        .remove(0)
-}
-
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    serde_json::to_value(&result.content).unwrap()[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 #[actix::test]
 async fn caches_session_and_all_tool_pages() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let st = status(&sup, "demo").await;
     assert_eq!(st.protocol_version.as_deref(), Some("2025-11-25"));
@@ -73,7 +47,7 @@ async fn caches_session_and_all_tool_pages() {
 #[actix::test]
 async fn typed_calls_and_routing() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
 
     let add = sup
@@ -144,7 +118,7 @@ async fn typed_calls_and_routing() {
 async fn calls_made_while_connecting_wait_for_ready() {
     let dir = tempdir();
     let config = demo("sleepy", dir.path()).env("DEMO_SLOW_START_MS", "700");
-    let (sup, _events) = start_with(vec![config]);
+    let (sup, _events) = start_supervisor(quick_settings(), vec![config]);
     let echo = CallTool::new("sleepy", "echo", json!({"text": "patience"}))
         .timeout(Duration::from_secs(10));
     let result = sup.send(echo).await.unwrap().unwrap();
@@ -156,7 +130,7 @@ async fn calls_made_while_connecting_wait_for_ready() {
 async fn a_call_that_never_gets_sent_fails_at_its_deadline_as_unavailable() {
     let dir = tempdir();
     let config = demo("down", dir.path()).env("DEMO_FAIL_STARTS", "100");
-    let (sup, _events) = start_with(vec![config]);
+    let (sup, _events) = start_supervisor(quick_settings(), vec![config]);
     let started = Instant::now();
     let call =
         CallTool::new("down", "echo", json!({"text": "x"})).timeout(Duration::from_millis(300));
@@ -171,11 +145,11 @@ async fn a_call_that_never_gets_sent_fails_at_its_deadline_as_unavailable() {
 #[actix::test]
 async fn servers_start_in_parallel() {
     let dir = tempdir();
-    let configs = (0..3)
+    let configs: Vec<_> = (0..3)
         .map(|i| demo(&format!("s{i}"), dir.path()).env("DEMO_SLOW_START_MS", "1500"))
         .collect();
     let started = Instant::now();
-    let (sup, events) = start_with(configs);
+    let (sup, events) = start_supervisor(quick_settings(), configs);
     for i in 0..3 {
         events.ready(&format!("s{i}"), 1).await;
     }
@@ -225,7 +199,7 @@ async fn server_requests_go_to_the_registered_handler() {
     sup.send(Shutdown).await.unwrap();
 
     // Without a handler: a proper JSON-RPC error, and `ping` still answered.
-    let (sup, events) = start_with(vec![demo("without", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("without", dir.path())]);
     events.ready("without", 1).await;
     let ask = CallTool::new("without", "ask_client", json!({"method": "roots/list"}));
     let result = sup.send(ask).await.unwrap().unwrap();
@@ -240,7 +214,7 @@ async fn server_requests_go_to_the_registered_handler() {
 #[actix::test]
 async fn notifications_reach_subscribers_and_refresh_tools() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
 
     let notify = |kind: &str| CallTool::new("demo", "notify", json!({ "kind": kind }));
@@ -276,7 +250,7 @@ async fn notifications_reach_subscribers_and_refresh_tools() {
 #[actix::test]
 async fn progress_can_restart_the_timeout_within_a_maximum() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     // 1.5 s of work reporting every 0.25 s: a 0.6 s timeout alone would expire.
     let slow = || CallTool::new("demo", "slow", json!({"seconds": 1.5, "steps": 6}));
@@ -323,7 +297,7 @@ async fn progress_can_restart_the_timeout_within_a_maximum() {
 async fn too_many_calls_in_flight_are_refused() {
     let dir = tempdir();
     let config = demo("busy", dir.path()).max_in_flight(2);
-    let (sup, events) = start_with(vec![config]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![config]);
     events.ready("busy", 1).await;
     let hang = || CallTool::new("busy", "hang", json!({})).timeout(Duration::from_secs(5));
     let first = sup.send(hang());
@@ -347,7 +321,10 @@ async fn too_many_calls_in_flight_are_refused() {
 #[actix::test]
 async fn a_panicking_server_actor_is_replaced() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("fragile", dir.path()), demo("other", dir.path())]);
+    let (sup, events) = start_supervisor(
+        quick_settings(),
+        vec![demo("fragile", dir.path()), demo("other", dir.path())],
+    );
     events.ready("fragile", 1).await;
     events.ready("other", 1).await;
     let old = status(&sup, "fragile").await.pid.unwrap();
@@ -372,7 +349,7 @@ async fn a_panicking_server_actor_is_replaced() {
 #[actix::test]
 async fn a_server_actor_shut_down_directly_is_not_restarted() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("solo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("solo", dir.path())]);
     events.ready("solo", 1).await;
     let direct = sup.send(GetServer("solo".into())).await.unwrap().unwrap();
     direct.send(Shutdown).await.unwrap();
@@ -393,7 +370,7 @@ async fn a_server_actor_shut_down_directly_is_not_restarted() {
 #[actix::test]
 async fn servers_can_be_added_and_removed_at_run_time() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![]);
     sup.send(AddServer(demo("late", dir.path())))
         .await
         .unwrap()
@@ -428,7 +405,7 @@ async fn configuration_and_protocol_errors_are_typed() {
         .env("DEMO_PROTOCOL_VERSION", "2099-01-01")
         .max_connect_retries(0);
     let missing = ServerConfig::stdio("missing", "/nonexistent/mcp-server").max_connect_retries(0);
-    let (sup, events) = start_with(vec![future, missing]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![future, missing]);
     events.state("future", "failed", 1).await;
     events.state("missing", "failed", 1).await;
 
@@ -467,7 +444,10 @@ async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
             .args(["-c", script])
             .max_connect_retries(0)
     };
-    let (sup, events) = start_with(vec![server("safe"), server("inherit").inherit_env(true)]);
+    let (sup, events) = start_supervisor(
+        quick_settings(),
+        vec![server("safe"), server("inherit").inherit_env(true)],
+    );
     events.state("safe", "failed", 1).await;
     events.state("inherit", "failed", 1).await;
     let safe = status(&sup, "safe").await.last_error.unwrap();
@@ -490,7 +470,7 @@ async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
 #[actix::test]
 async fn a_requested_reconnect_settles_calls_in_flight() {
     let dir = tempdir();
-    let (sup, events) = start_with(vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let old = status(&sup, "demo").await.pid.unwrap();
     let hang = sup.send(CallTool::new("demo", "hang", json!({})).timeout(Duration::from_secs(20)));

@@ -4,24 +4,8 @@
 
 mod common;
 
-use std::time::Duration;
-
-use actix::Addr;
 use common::*;
 use mcp_supervisor::*;
-
-fn start(configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
-    let (events, recipient) = Events::start();
-    let mut settings = quick_settings();
-    settings.connect_timeout = Duration::from_secs(20);
-    let sup = Supervisor::builder()
-        .settings(settings)
-        .servers(configs)
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    (sup, events)
-}
 
 /// (e) Start-up failing twice, then succeeding: Ready after exactly two WARN retries.
 #[actix::test]
@@ -30,7 +14,7 @@ async fn startup_failing_twice_is_ready_after_two_retries() {
     logs.install_global();
     let dir = tempdir();
     let config = demo("flaky", dir.path()).env("DEMO_FAIL_STARTS", "2");
-    let (sup, events) = start(vec![config]);
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
     events.ready("flaky", 1).await;
 
     assert_eq!(

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Addr, Context, Handler, Recipient, System};
+use actix::{Addr, System};
 use common::*;
 use mcp_supervisor::*;
 use nix::sys::signal::Signal;
@@ -15,21 +15,6 @@ fn echo(server: &str, text: &str) -> CallTool {
     CallTool::new(server, "echo", json!({ "text": text })).timeout(Duration::from_secs(10))
 }
 
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    serde_json::to_value(&result.content).unwrap()[0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-async fn status(sup: &Addr<Supervisor>, server: &str) -> ServerStatus {
-    sup.send(GetStatus::server(server))
-        .await
-        .unwrap()
-        .unwrap()
-        .remove(0)
-}
-
 async fn pid(sup: &Addr<Supervisor>, server: &str) -> u32 {
     status(sup, server)
         .await
@@ -37,23 +22,11 @@ async fn pid(sup: &Addr<Supervisor>, server: &str) -> u32 {
         .expect("a running server has a pid")
 }
 
-fn start(dir: &std::path::Path, configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
-    let _ = dir;
-    let (events, recipient) = Events::start();
-    let sup = Supervisor::builder()
-        .settings(quick_settings())
-        .servers(configs)
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    (sup, events)
-}
-
 /// (a) kill -9 while idle: the next calls succeed after an automatic reconnect.
 #[actix::test]
 async fn kill_while_idle_then_calls_succeed() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let first = sup.send(echo("demo", "before")).await.unwrap().unwrap();
     assert_eq!(text_of(&first), "before");
@@ -78,9 +51,9 @@ async fn kill_while_idle_then_calls_succeed() {
 #[actix::test]
 async fn kill_during_slow_call_answers_before_the_deadline() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
-    let (progress, progress_rx) = progress_probe();
+    let (progress, mut progress_rx) = progress_channel();
 
     let started = Instant::now();
     let call = CallTool::new("demo", "slow", json!({"seconds": 20, "steps": 20}))
@@ -88,7 +61,7 @@ async fn kill_during_slow_call_answers_before_the_deadline() {
         .on_progress(progress);
     let pending = sup.send(call);
     // The first progress notification proves the server is running the call.
-    progress_rx.recv_async().await;
+    next_progress(&mut progress_rx).await;
     kill(pid(&sup, "demo").await, Signal::SIGKILL);
 
     let err = pending.await.unwrap().unwrap_err();
@@ -104,15 +77,15 @@ async fn kill_during_slow_call_answers_before_the_deadline() {
 async fn kill_during_read_only_call_on_trusted_server_is_retried() {
     let dir = tempdir();
     let config = demo("demo", dir.path()).trusted(true);
-    let (sup, events) = start(dir.path(), vec![config]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![config]);
     events.ready("demo", 1).await;
-    let (progress, progress_rx) = progress_probe();
+    let (progress, mut progress_rx) = progress_channel();
 
     let call = CallTool::new("demo", "slow", json!({"seconds": 1, "steps": 4}))
         .timeout(Duration::from_secs(20))
         .on_progress(progress);
     let pending = sup.send(call);
-    progress_rx.recv_async().await;
+    next_progress(&mut progress_rx).await;
     kill(pid(&sup, "demo").await, Signal::SIGKILL);
 
     let result = pending.await.unwrap().expect("re-sent after reconnect");
@@ -132,7 +105,7 @@ async fn kill_during_read_only_call_on_trusted_server_is_retried() {
 #[actix::test]
 async fn non_idempotent_call_across_a_crash_is_not_run_twice() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
 
     // The server increments the counter, then dies without answering.
@@ -162,7 +135,7 @@ async fn non_idempotent_call_across_a_crash_is_not_run_twice() {
 #[actix::test]
 async fn hung_server_times_out_then_is_restarted() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let old = pid(&sup, "demo").await;
     kill(old, Signal::SIGSTOP);
@@ -203,7 +176,7 @@ async fn hung_server_times_out_then_is_restarted() {
 #[actix::test]
 async fn timeout_on_a_healthy_server_cancels_and_keeps_the_connection() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let before = pid(&sup, "demo").await;
 
@@ -235,7 +208,7 @@ async fn timeout_on_a_healthy_server_cancels_and_keeps_the_connection() {
 async fn startup_failing_always_fails_alone() {
     let dir = tempdir();
     let broken = demo("broken", dir.path()).env("DEMO_FAIL_STARTS", "4");
-    let (sup, events) = start(dir.path(), vec![broken, demo("fine", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![broken, demo("fine", dir.path())]);
     events.ready("fine", 1).await;
     events.state("broken", "failed", 1).await;
 
@@ -284,7 +257,7 @@ async fn garbage_and_overlong_lines_are_skipped() {
     let config = demo("noisy", dir.path())
         .env("DEMO_GARBAGE_LINES", "2")
         .max_message_bytes(64 * 1024);
-    let (sup, events) = start(dir.path(), vec![config]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![config]);
     events.ready("noisy", 1).await;
 
     let long = CallTool::new("noisy", "long_line", json!({"bytes": 1_000_000}));
@@ -319,7 +292,7 @@ async fn shutdown_leaves_no_process() {
     let stubborn = demo("stubborn", dir.path())
         .env("DEMO_SPAWN_GRANDCHILD", "1")
         .env("DEMO_IGNORE_SIGTERM", "1");
-    let (sup, events) = start(dir.path(), vec![polite, stubborn]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![polite, stubborn]);
     events.ready("polite", 1).await;
     events.ready("stubborn", 1).await;
 
@@ -354,7 +327,7 @@ fn dropping_the_system_leaves_no_process() {
         let system = System::new();
         let pids = system.block_on(async move {
             let config = demo("dropped", &root).env("DEMO_SPAWN_GRANDCHILD", "1");
-            let (sup, events) = start(&root, vec![config]);
+            let (sup, events) = start_supervisor(quick_settings(), vec![config]);
             events.ready("dropped", 1).await;
             let server = pid(&sup, "dropped").await;
             let grandchild: u32 = event_log(&root, "dropped")
@@ -384,7 +357,7 @@ fn dropping_the_system_leaves_no_process() {
 #[actix::test]
 async fn subscriptions_survive_a_restart() {
     let dir = tempdir();
-    let (sup, events) = start(dir.path(), vec![demo("demo", dir.path())]);
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     sup.send(Subscribe {
         server: "demo".into(),
@@ -415,34 +388,4 @@ async fn subscriptions_survive_a_restart() {
     let st = status(&sup, "demo").await;
     assert_eq!(st.subscriptions, ["demo://clock"]);
     sup.send(Shutdown).await.unwrap();
-}
-
-/// A recipient for progress notifications, and a receiver that yields one per notification.
-fn progress_probe() -> (Recipient<Progress>, ProgressRx) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    (ProgressSink(tx).start().recipient(), ProgressRx(rx))
-}
-
-struct ProgressSink(tokio::sync::mpsc::UnboundedSender<Progress>);
-
-impl Actor for ProgressSink {
-    type Context = Context<Self>;
-}
-
-impl Handler<Progress> for ProgressSink {
-    type Result = ();
-    fn handle(&mut self, p: Progress, _: &mut Context<Self>) {
-        let _ = self.0.send(p);
-    }
-}
-
-struct ProgressRx(tokio::sync::mpsc::UnboundedReceiver<Progress>);
-
-impl ProgressRx {
-    async fn recv_async(mut self) -> Progress {
-        tokio::time::timeout(Duration::from_secs(10), self.0.recv())
-            .await
-            .expect("progress within 10 s")
-            .expect("progress sink alive")
-    }
 }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
-use mcp_supervisor::{ServerConfig, ServerEvent, ServerState, Settings};
+use mcp_supervisor::{
+    GetStatus, Progress, ServerConfig, ServerEvent, ServerState, ServerStatus, Settings,
+};
 use tokio::sync::Notify;
 
 /// The in-tree demo server, with a private event log and counter file in `dir`.
@@ -36,6 +38,66 @@ pub fn quick_settings() -> Settings {
     s.shutdown_grace = Duration::from_millis(500);
     s.connect_timeout = Duration::from_secs(20);
     s
+}
+
+/// Starts a supervisor of `configs` with `settings`, and an event collector subscribed from
+/// the start.
+pub fn start_supervisor(
+    settings: Settings,
+    configs: impl IntoIterator<Item = ServerConfig>,
+) -> (Addr<mcp_supervisor::Supervisor>, Events) {
+    let (events, recipient) = Events::start();
+    let sup = mcp_supervisor::Supervisor::builder()
+        .settings(settings)
+        .servers(configs)
+        .subscriber(recipient)
+        .start()
+        .expect("a valid configuration");
+    (sup, events)
+}
+
+/// One server's status.
+pub async fn status(sup: &Addr<mcp_supervisor::Supervisor>, server: &str) -> ServerStatus {
+    sup.send(GetStatus::server(server))
+        .await
+        .expect("the supervisor is running")
+        .expect("the server exists")
+        .remove(0)
+}
+
+/// The text of a tool result's first content block.
+pub fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap_or_default()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A recipient for a call's progress, and the channel that yields each notification.
+pub fn progress_channel() -> (
+    Recipient<Progress>,
+    tokio::sync::mpsc::UnboundedReceiver<Progress>,
+) {
+    struct Sink(tokio::sync::mpsc::UnboundedSender<Progress>);
+    impl Actor for Sink {
+        type Context = Context<Self>;
+    }
+    impl Handler<Progress> for Sink {
+        type Result = ();
+        fn handle(&mut self, p: Progress, _: &mut Context<Self>) {
+            let _ = self.0.send(p);
+        }
+    }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (Sink(tx).start().recipient(), rx)
+}
+
+/// The next progress notification, within 10 s.
+pub async fn next_progress(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Progress>) -> Progress {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("progress within 10 s")
+        .expect("the progress sink is alive")
 }
 
 /// The lines of a demo server's event log.
