@@ -43,7 +43,18 @@ fn everything(name: &str) -> ServerConfig {
     ])
 }
 
+/// The log lines of this test binary (a process-wide subscriber, installed once).
+fn logs() -> &'static LogCapture {
+    static LOGS: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = LogCapture::default();
+        logs.install_global();
+        logs
+    })
+}
+
 fn start(configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
+    logs();
     let mut settings = quick_settings();
     settings.ping_timeout = Duration::from_secs(2);
     start_supervisor(settings, configs)
@@ -309,6 +320,16 @@ async fn s6_slow_and_crashing_startups_end_ready() {
         ]
     );
     assert_eq!(events.messages("slow"), ["Connected"]);
+    let warnings: Vec<_> = logs()
+        .lines()
+        .into_iter()
+        .filter(|l| {
+            l.contains("WARN")
+                && l.contains("server=crashy")
+                && l.contains("Reconnecting to MCP server (attempt")
+        })
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
     assert!(slow_ready >= Duration::from_secs(3));
     let crash = status(&sup, "crashy").await.last_error.unwrap();
     assert!(
