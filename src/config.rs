@@ -73,6 +73,11 @@ settings! {
     /// Reconnect attempts after a Ready connection broke before giving up; `None` (the default)
     /// never gives up.
     max_reconnect_attempts: Option<u32> = None;
+    /// The first reconnect after a stable connection waits a random time below this, so that
+    /// the clients of a restarted server do not all come back in the same instant (only while
+    /// `reconnect_backoff` has jitter). `None` (the default): at once for stdio servers, which
+    /// are ours alone, and spread over 1 s for HTTP servers, which many clients share.
+    first_reconnect_spread: Option<Duration> = None;
     /// How long a connection must stay Ready before the reconnect backoff starts from the
     /// beginning again (default 10 s), so a server that crashes right after start-up cannot make
     /// us reconnect in a tight loop.

@@ -167,6 +167,15 @@ pub trait TypedCall: Into<Call> + Message<Result = Result<Self::Output, Error>> 
     type Output: serde::de::DeserializeOwned + Send + 'static;
 }
 
+/// `{"name": .., "arguments": ..}`, moving the arguments rather than copying them (this is on
+/// every tool call's path).
+fn name_and_arguments(name: String, arguments: Map<String, Value>) -> Value {
+    let mut params = Map::with_capacity(2);
+    params.insert("name".into(), Value::String(name));
+    params.insert("arguments".into(), Value::Object(arguments));
+    Value::Object(params)
+}
+
 fn cursor_params(cursor: Option<String>) -> Option<Value> {
     cursor.map(|c| serde_json::json!({ "cursor": c }))
 }
@@ -194,7 +203,7 @@ typed_call! {
         },
     },
     new(name: impl Into<String>, arguments: Value),
-    params(c) { Some(serde_json::json!({ "name": c.name, "arguments": c.arguments })) }
+    params(c) { Some(name_and_arguments(c.name, c.arguments)) }
 }
 
 typed_call! {
@@ -260,7 +269,7 @@ typed_call! {
         arguments: Map<String, Value> = Map::new(),
     },
     new(name: impl Into<String>),
-    params(c) { Some(serde_json::json!({ "name": c.name, "arguments": c.arguments })) }
+    params(c) { Some(name_and_arguments(c.name, c.arguments)) }
 }
 
 impl GetPrompt {

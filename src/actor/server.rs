@@ -23,7 +23,7 @@ use crate::error::{Error, ErrorKind};
 use crate::policy::retry::{
     after_disconnect, is_safe_by_nature, AfterDisconnect, RetryPolicy, ToolHints,
 };
-use crate::policy::state::{Action, ConnectionMachine, Event, ServerState};
+use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
 use crate::protocol::jsonrpc::{self, Inbound};
 use crate::protocol::lifecycle;
 use crate::transport::{Closer, Outbound, SkipCounters, TransportEvent};
@@ -123,7 +123,10 @@ impl ServerActor {
         let settings = config.settings(global);
         ServerActor {
             name: Arc::from(config.name()),
-            machine: ConnectionMachine::new((&settings).into(), Instant::now()),
+            machine: ConnectionMachine::new(
+                MachinePolicy::new(&settings, config.transport()),
+                Instant::now(),
+            ),
             config,
             settings,
             rng: StdRng::from_os_rng(),

@@ -62,6 +62,11 @@ impl Backoff {
         self
     }
 
+    /// The largest random fraction added to each delay (0.0: no jitter).
+    pub fn jitter_fraction(&self) -> f64 {
+        self.jitter
+    }
+
     /// The first delay, before jitter.
     pub fn initial(&self) -> Duration {
         self.initial

@@ -135,16 +135,28 @@ pub struct MachinePolicy {
     pub max_reconnect_attempts: Option<u32>,
     /// How long Ready must last before the reconnect backoff starts over.
     pub stability_window: Duration,
+    /// The first reconnect after a stable connection waits a random time below this (when
+    /// the reconnect backoff has jitter), so that the clients of a restarted server do not all
+    /// come back in the same instant. Zero: at once.
+    pub first_reconnect_spread: Duration,
 }
 
-impl From<&Settings> for MachinePolicy {
-    fn from(s: &Settings) -> Self {
+impl MachinePolicy {
+    /// The policy for one server. An HTTP server is shared by many clients, so by default its
+    /// first reconnect is spread over a second; a stdio server is ours alone and comes back at
+    /// once.
+    pub fn new(s: &Settings, transport: &crate::config::Transport) -> Self {
+        let spread_by_default = match transport {
+            crate::config::Transport::Stdio(_) => Duration::ZERO,
+            crate::config::Transport::Http(_) => Duration::from_secs(1),
+        };
         MachinePolicy {
             max_connect_retries: s.max_connect_retries,
             startup_backoff: s.startup_backoff,
             reconnect_backoff: s.reconnect_backoff,
             max_reconnect_attempts: s.max_reconnect_attempts,
             stability_window: s.stability_window,
+            first_reconnect_spread: s.first_reconnect_spread.unwrap_or(spread_by_default),
         }
     }
 }
@@ -219,7 +231,7 @@ impl ConnectionMachine {
             Event::Start => self.start_attempt(),
             Event::Connected => self.on_connected(now),
             Event::ConnectFailed(error) => self.on_connect_failed(error, now, rng),
-            Event::ConnectionLost(error) => self.on_lost(&error.to_string(), now, rng),
+            Event::ConnectionLost(error) => self.on_lost(&error.to_string(), now, rng, false),
             Event::RetryTimer { token } => {
                 if token != self.token || self.connecting || self.retry_pending_state().is_none() {
                     return Vec::new();
@@ -367,7 +379,14 @@ impl ConnectionMachine {
         }
     }
 
-    fn on_lost<R: Rng + ?Sized>(&mut self, reason: &str, now: Instant, rng: &mut R) -> Vec<Action> {
+    /// `requested`: the application asked for it, so no spreading either.
+    fn on_lost<R: Rng + ?Sized>(
+        &mut self,
+        reason: &str,
+        now: Instant,
+        rng: &mut R,
+        requested: bool,
+    ) -> Vec<Action> {
         if self.state != ServerState::Ready {
             return Vec::new();
         }
@@ -379,11 +398,19 @@ impl ConnectionMachine {
         }
         self.ready_since = None;
         let mut actions = vec![Action::Disconnect];
-        // The first reconnect after a stable period is immediate; inside a crash loop the
-        // backoff goes on growing.
+        // The first reconnect after a stable period is immediate (or spread, see
+        // `first_reconnect_spread`); inside a crash loop the backoff goes on growing.
         let after = if self.streak == 0 {
             self.streak = 1;
-            Duration::ZERO
+            let spread = self.policy.first_reconnect_spread;
+            if requested
+                || spread.is_zero()
+                || self.policy.reconnect_backoff.jitter_fraction() == 0.0
+            {
+                Duration::ZERO
+            } else {
+                spread.mul_f64(rng.random::<f64>())
+            }
         } else {
             self.next_reconnect_delay(rng)
         };
@@ -440,7 +467,7 @@ impl ConnectionMachine {
                 // Asked for explicitly: no backoff.
                 self.streak = 0;
                 self.ready_since = None;
-                self.on_lost("reconnect requested", now, rng)
+                self.on_lost("reconnect requested", now, rng, true)
             }
             _ => {
                 // Waiting for a backoff timer: skip the wait (the old timer is now stale).
@@ -515,6 +542,7 @@ mod tests {
             reconnect_backoff: Backoff::new(ms(100), Duration::from_secs(30)).jitter(jitter),
             max_reconnect_attempts: None,
             stability_window: Duration::from_secs(10),
+            first_reconnect_spread: Duration::ZERO,
         }
     }
 
@@ -766,6 +794,47 @@ mod tests {
         let a = h.on(Event::Reconnect);
         assert_eq!(a.first(), Some(&Action::Disconnect));
         assert_eq!(a.last(), Some(&Action::Connect));
+    }
+
+    #[test]
+    fn a_shared_server_gets_its_first_reconnect_spread() {
+        let mut p = policy(0.5);
+        p.first_reconnect_spread = Duration::from_secs(1);
+        let first_delays: Vec<Duration> = (0..20)
+            .map(|seed| {
+                let mut h = Harness::new(p.clone());
+                h.rng = StdRng::seed_from_u64(seed);
+                ready(&mut h);
+                h.advance(Duration::from_secs(60));
+                let a = h.on(Event::ConnectionLost(err("session gone")));
+                match a.last() {
+                    Some(Action::ScheduleRetry { after, .. }) => *after,
+                    Some(Action::Connect) => Duration::ZERO,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert!(first_delays.iter().all(|d| *d < Duration::from_secs(1)));
+        let distinct: std::collections::HashSet<_> = first_delays.iter().collect();
+        assert!(
+            distinct.len() >= 18,
+            "spread, not lined up: {first_delays:?}"
+        );
+
+        // Without jitter, or when the application asks, the reconnect is immediate.
+        let mut no_jitter = policy(0.0);
+        no_jitter.first_reconnect_spread = Duration::from_secs(1);
+        let mut h = Harness::new(no_jitter);
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        assert_eq!(
+            h.on(Event::ConnectionLost(err("x"))).last(),
+            Some(&Action::Connect)
+        );
+        let mut h = Harness::new(p);
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        assert_eq!(h.on(Event::Reconnect).last(), Some(&Action::Connect));
     }
 
     #[test]

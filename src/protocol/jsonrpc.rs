@@ -139,23 +139,44 @@ struct RawMessage {
 /// Parses one frame (a line on stdio, a body or SSE event on HTTP) into messages: one, or several
 /// for a JSON-RPC batch.
 pub fn parse_frame(bytes: &[u8]) -> Result<Vec<Inbound>, FrameError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| FrameError::NotJson(e.to_string()))?;
-    match value {
-        Value::Array(items) => items.into_iter().map(classify).collect(),
-        single => classify(single).map(|m| vec![m]),
+    // Straight into the message's fields, without an intermediate `Value` tree: this runs for
+    // every message, so one walk over the bytes matters.
+    let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    if batch {
+        let raws: Vec<RawMessage> =
+            serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
+        raws.into_iter().map(classify).collect()
+    } else {
+        let raw: RawMessage = serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
+        classify(raw).map(|m| vec![m])
     }
 }
 
-fn classify(value: Value) -> Result<Inbound, FrameError> {
-    let raw: RawMessage =
-        serde_json::from_value(value).map_err(|e| FrameError::NotJsonRpc(e.to_string()))?;
+/// Tells "not JSON" from "JSON, but not JSON-RPC" (only on the error path).
+fn frame_error(bytes: &[u8], error: serde_json::Error) -> FrameError {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Ok(_) => FrameError::NotJsonRpc(error.to_string()),
+        Err(_) => FrameError::NotJson(error.to_string()),
+    }
+}
+
+fn classify(raw: RawMessage) -> Result<Inbound, FrameError> {
     let id = match raw.id {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            serde_json::from_value::<Id>(v)
-                .map_err(|_| FrameError::NotJsonRpc("id must be a number or a string".into()))?,
-        ),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(n) => Some(Id::Number(n)),
+            None => {
+                return Err(FrameError::NotJsonRpc(
+                    "id must be an integer or a string".into(),
+                ))
+            }
+        },
+        Some(Value::String(s)) => Some(Id::String(s)),
+        Some(_) => {
+            return Err(FrameError::NotJsonRpc(
+                "id must be a number or a string".into(),
+            ))
+        }
     };
     match (raw.method, id, raw.result, raw.error) {
         (Some(method), Some(id), _, _) => Ok(Inbound::Request {
