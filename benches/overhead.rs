@@ -690,6 +690,17 @@ fn check_text(text: Option<&str>) {
     assert_eq!(text, Some(TEXT), "the echo came back wrong");
 }
 
+/// Checks a typed tool result: its first content block is the echoed text.
+fn check_result(result: &rmcp::model::CallToolResult) {
+    check_text(
+        result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.as_str()),
+    );
+}
+
 async fn stdio_child(
     client: &str,
     serial_n: usize,
@@ -724,13 +735,7 @@ async fn stdio_child(
                         let sent = addr.send(CallTool::new("echo", "echo", json!({"text": TEXT})));
                         async move {
                             let result = sent.await.expect("actor alive").expect("echo call");
-                            check_text(
-                                result
-                                    .content
-                                    .first()
-                                    .and_then(|c| c.as_text())
-                                    .map(|t| t.text.as_str()),
-                            );
+                            check_result(&result);
                         }
                     };
                     workload(call, serial_n, concurrent_n, callers, warmup).await
@@ -741,13 +746,7 @@ async fn stdio_child(
                         let sent = sup.send(CallTool::new("echo", "echo", json!({"text": TEXT})));
                         async move {
                             let result = sent.await.expect("supervisor alive").expect("echo call");
-                            check_text(
-                                result
-                                    .content
-                                    .first()
-                                    .and_then(|c| c.as_text())
-                                    .map(|t| t.text.as_str()),
-                            );
+                            check_result(&result);
                         }
                     };
                     workload(call, serial_n, concurrent_n, callers, warmup).await
@@ -787,13 +786,7 @@ async fn stdio_child(
                 async move {
                     let params = CallToolRequestParams::new("echo").with_arguments(args);
                     let result = client.call_tool(params).await.expect("rmcp call_tool");
-                    check_text(
-                        result
-                            .content
-                            .first()
-                            .and_then(|c| c.as_text())
-                            .map(|t| t.text.as_str()),
-                    );
+                    check_result(&result);
                 }
             };
             workload(call, serial_n, concurrent_n, callers, warmup).await
@@ -1117,13 +1110,7 @@ async fn http_child(calls: usize, reps: usize) -> Value {
         let sent = addr.send(CallTool::new("h", "echo", json!({"text": TEXT})));
         async move {
             let result = sent.await.expect("actor alive").expect("echo call");
-            check_text(
-                result
-                    .content
-                    .first()
-                    .and_then(|c| c.as_text())
-                    .map(|t| t.text.as_str()),
-            );
+            check_result(&result);
         }
     };
     let raw_call = move || {

@@ -113,12 +113,7 @@ async fn forgotten_session_is_rebuilt(answer: SessionGone) {
     let notify = CallTool::new("web", "notify_resource", json!({"uri": "test://r"}));
     sup.send(notify).await.unwrap().unwrap();
     events
-        .wait_count(
-            "resources/updated",
-            1,
-            Duration::from_secs(10),
-            |e| matches!(e, ServerEvent::ResourceUpdated { uri, .. } if uri == "test://r"),
-        )
+        .resource_updated("test://r", Duration::from_secs(10))
         .await;
     sup.send(Shutdown).await.unwrap();
     server.stop().await;

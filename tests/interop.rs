@@ -218,14 +218,7 @@ async fn s3_http_server_restart_is_invisible_everything() {
     // The new session has the subscription: ask the server to send updates for it.
     let toggle = CallTool::new("everything", "toggle-subscriber-updates", json!({}));
     sup.send(toggle).await.unwrap().unwrap();
-    events
-        .wait_count(
-            "resources/updated after the restart",
-            1,
-            Duration::from_secs(15),
-            |e| matches!(e, ServerEvent::ResourceUpdated { uri: u, .. } if u == uri),
-        )
-        .await;
+    events.resource_updated(uri, Duration::from_secs(15)).await;
     record(
         "3 HTTP restart, 400 for the old session (server-everything)",
         "ok",
@@ -575,14 +568,7 @@ async fn s3_http_server_restart_is_invisible_python() {
     let back = down.elapsed();
     let touch = CallTool::new("py", "touch_resource", json!({"uri": uri}));
     sup.send(touch).await.unwrap().unwrap();
-    events
-        .wait_count(
-            "resources/updated after the restart",
-            1,
-            Duration::from_secs(10),
-            |e| matches!(e, ServerEvent::ResourceUpdated { uri: u, .. } if u == uri),
-        )
-        .await;
+    events.resource_updated(uri, Duration::from_secs(10)).await;
     record(
         "3 HTTP restart, 404 for the old session (Python SDK)",
         "ok",

@@ -378,12 +378,7 @@ async fn subscriptions_survive_a_restart() {
     let notify = CallTool::new("demo", "notify", json!({"kind": "resource_updated"}));
     sup.send(notify).await.unwrap().unwrap();
     events
-        .wait_count(
-            "resource update",
-            1,
-            Duration::from_secs(10),
-            |e| matches!(e, ServerEvent::ResourceUpdated { uri, .. } if uri == "demo://clock"),
-        )
+        .resource_updated("demo://clock", Duration::from_secs(10))
         .await;
     let st = status(&sup, "demo").await;
     assert_eq!(st.subscriptions, ["demo://clock"]);

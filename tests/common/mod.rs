@@ -200,6 +200,18 @@ impl Events {
         .await
     }
 
+    /// Waits (up to `limit`) for a `resources/updated` notification for `uri`.
+    pub async fn resource_updated(&self, uri: &str, limit: Duration) {
+        let uri = uri.to_owned();
+        self.wait_count(
+            &format!("resources/updated for {uri}"),
+            1,
+            limit,
+            move |e| matches!(e, ServerEvent::ResourceUpdated { uri: u, .. } if *u == uri),
+        )
+        .await;
+    }
+
     /// Messages of `server`'s state changes, in order.
     pub fn messages(&self, server: &str) -> Vec<String> {
         self.all()
