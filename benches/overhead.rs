@@ -701,6 +701,22 @@ fn check_result(result: &rmcp::model::CallToolResult) {
     );
 }
 
+/// A supervisor of one server, and that server's actor once it is Ready.
+async fn supervise_one(config: ServerConfig) -> (Addr<Supervisor>, Addr<ServerActor>) {
+    let name = config.name().to_owned();
+    let sup = Supervisor::builder()
+        .server(config)
+        .start()
+        .expect("start the supervisor");
+    let addr = sup
+        .send(GetServer(name))
+        .await
+        .expect("supervisor alive")
+        .expect("server configured");
+    wait_ready(&addr, Duration::from_secs(10)).await;
+    (sup, addr)
+}
+
 async fn stdio_child(
     client: &str,
     serial_n: usize,
@@ -719,16 +735,7 @@ async fn stdio_child(
             workload(call, serial_n, concurrent_n, callers, warmup).await
         }
         "ours" | "ours-sup" | "ours-call" => {
-            let sup = Supervisor::builder()
-                .server(ServerConfig::stdio("echo", ECHO_BIN))
-                .start()
-                .expect("start the supervisor");
-            let addr = sup
-                .send(GetServer("echo".into()))
-                .await
-                .expect("supervisor alive")
-                .expect("server configured");
-            wait_ready(&addr, Duration::from_secs(10)).await;
+            let (sup, addr) = supervise_one(ServerConfig::stdio("echo", ECHO_BIN)).await;
             let out = match client {
                 "ours" => {
                     let call = move || {
@@ -1096,16 +1103,7 @@ async fn http_child(calls: usize, reps: usize) -> Value {
     let server = http_server::TestHttpServer::start().await;
     let faults = server.faults();
     let raw = Rc::new(RawHttp::start(&server.url()).await);
-    let sup = Supervisor::builder()
-        .server(ServerConfig::http("h", server.url()))
-        .start()
-        .expect("start the supervisor");
-    let addr = sup
-        .send(GetServer("h".into()))
-        .await
-        .expect("supervisor alive")
-        .expect("server configured");
-    wait_ready(&addr, Duration::from_secs(10)).await;
+    let (sup, addr) = supervise_one(ServerConfig::http("h", server.url())).await;
     let ours = move || {
         let sent = addr.send(CallTool::new("h", "echo", json!({"text": TEXT})));
         async move {

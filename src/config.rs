@@ -519,23 +519,8 @@ fn parse_server(key: &str, name: &str, entry: &Value) -> Result<Option<ServerCon
             ))
         }
     }
-    match obj.get("env") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(env)) => {
-            for (k, v) in env {
-                match v {
-                    Value::String(s) => config = config.env(k, s),
-                    _ => {
-                        return Err(Error::config(
-                            server,
-                            field(&format!("env.{k}")),
-                            "expected a string",
-                        ))
-                    }
-                }
-            }
-        }
-        Some(_) => return Err(Error::config(server, field("env"), "expected an object")),
+    for (k, v) in string_map(obj, "env", server, &field)? {
+        config = config.env(k, v);
     }
     match obj.get("cwd") {
         None | Some(Value::Null) => {}
@@ -558,29 +543,8 @@ fn parse_http(
         None => return Err(Error::config(server, field("url"), "missing")),
     };
     let mut config = ServerConfig::http(name, url.as_str());
-    match obj.get("headers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(headers)) => {
-            for (k, v) in headers {
-                match v {
-                    Value::String(s) => config = config.header(k, s),
-                    _ => {
-                        return Err(Error::config(
-                            server,
-                            field(&format!("headers.{k}")),
-                            "expected a string",
-                        ))
-                    }
-                }
-            }
-        }
-        Some(_) => {
-            return Err(Error::config(
-                server,
-                field("headers"),
-                "expected an object",
-            ))
-        }
+    for (k, v) in string_map(obj, "headers", server, field)? {
+        config = config.header(k, v);
     }
     config.validate()?;
     Ok(config)
@@ -602,6 +566,30 @@ pub(crate) fn redact_url(url: &str) -> String {
         format!("{hidden}{host}{path}{query}")
     } else {
         format!("{scheme}://{hidden}{host}{path}{query}")
+    }
+}
+
+/// An optional object of strings (`env`, `headers`) of an `mcpServers` entry.
+fn string_map<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    key: &str,
+    server: Option<&str>,
+    field: &dyn Fn(&str) -> String,
+) -> Result<Vec<(&'a String, &'a String)>, Error> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                _ => Err(Error::config(
+                    server,
+                    field(&format!("{key}.{k}")),
+                    "expected a string",
+                )),
+            })
+            .collect(),
+        Some(_) => Err(Error::config(server, field(key), "expected an object")),
     }
 }
 
