@@ -1,7 +1,7 @@
 //! Newline framing with a maximum length, for stdio.
 //!
-//! A line longer than the limit is not buffered whole: once the buffer passes the limit without a
-//! newline, what was read is thrown away and the codec skips to the next newline, then yields one
+//! A line longer than the limit is not buffered whole: once the buffer passes the limit (plus one
+//! byte for a `\r` that may precede the newline) without a newline, what was read is thrown away and the codec skips to the next newline, then yields one
 //! [`Line::Oversized`] item saying how many bytes it dropped. A bad line is an item, not an error,
 //! so that one misbehaving line never ends the connection.
 
@@ -53,7 +53,10 @@ impl Decoder for LineCodec {
                     *dropped += buf.len();
                     buf.clear();
                     self.scanned = 0;
-                } else if buf.len() > self.max_len {
+                } else if buf.len() > self.max_len + 1 {
+                    // `max_len + 1`: the last byte may be the `\r` of a CRLF whose `\n` has
+                    // not arrived yet, which does not count. Past that the line is too long
+                    // however it ends, so where the read happened to stop changes nothing.
                     self.discarding = Some(buf.len());
                     buf.clear();
                     self.scanned = 0;
@@ -96,12 +99,20 @@ impl Decoder for LineCodec {
             return Ok(Some(Line::Oversized { len }));
         }
         self.scanned = 0;
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            buf.clear();
+        // The same rules as a line that ends in a newline: a `\r` before the end is dropped,
+        // and the length limit holds.
+        let raw_len = buf.len();
+        let mut line = buf.split();
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        if line.len() > self.max_len {
+            return Ok(Some(Line::Oversized { len: raw_len }));
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
-        let line = buf.split().freeze();
-        Ok(Some(Line::Complete(line)))
+        Ok(Some(Line::Complete(line.freeze())))
     }
 }
 
@@ -175,5 +186,29 @@ mod tests {
             c.decode_eof(&mut buf).unwrap(),
             Some(Line::Oversized { len: 8 })
         );
+    }
+
+    #[test]
+    fn a_crlf_line_of_exactly_the_limit_is_kept_whatever_the_chunking() {
+        // Found by the property test below: "abcd\r" arriving before its "\n" used to be taken
+        // for a line over the limit of 4.
+        let mut c = LineCodec::new(4);
+        let mut buf = BytesMut::new();
+        assert_eq!(feed(&mut c, &mut buf, b"abcd\r"), []);
+        assert_eq!(feed(&mut c, &mut buf, b"\n"), [complete("abcd")]);
+    }
+
+    #[test]
+    fn a_last_line_without_newline_follows_the_same_rules() {
+        let mut c = LineCodec::new(4);
+        let mut buf = BytesMut::new();
+        assert_eq!(feed(&mut c, &mut buf, b"abcde"), []);
+        assert_eq!(
+            c.decode_eof(&mut buf).unwrap(),
+            Some(Line::Oversized { len: 5 })
+        );
+        let mut buf = BytesMut::from(&b"ab\r"[..]);
+        assert_eq!(c.decode_eof(&mut buf).unwrap(), Some(complete("ab")));
+        assert!(buf.is_empty());
     }
 }

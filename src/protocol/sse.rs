@@ -4,7 +4,7 @@
 //! split across chunks); `:` lines are comments (keep-alives); `data:` lines accumulate; an
 //! empty line dispatches the event — unless it has no data, as the priming events MCP servers
 //! send to hand out an event id first. `id:` sets the last event id even then; `retry:` takes
-//! digits only. One event larger than the limit is dropped whole and reported, without being
+//! digits only; a byte-order mark at the start of the stream is skipped. One event larger than the limit is dropped whole and reported, without being
 //! buffered whole.
 
 use std::time::Duration;
@@ -42,7 +42,12 @@ pub struct SseParser {
     last_event_id: Option<String>,
     /// Bytes dropped of the current over-long event or line, while skipping to its end.
     dropped: Option<usize>,
+    /// Bytes of a leading byte-order mark matched so far; `None` once past the stream's start.
+    bom_matched: Option<usize>,
 }
+
+/// UTF-8's byte-order mark, which the standard says to ignore at the start of a stream.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
     /// A parser that accepts events of up to `max_event_bytes` of data.
@@ -55,6 +60,7 @@ impl SseParser {
             event: None,
             last_event_id: None,
             dropped: None,
+            bom_matched: Some(0),
         }
     }
 
@@ -63,9 +69,43 @@ impl SseParser {
         self.last_event_id.as_deref()
     }
 
+    /// Bytes held for the event being read: never much more than the limit, however long the
+    /// server's event is.
+    pub fn buffered(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
     /// Feeds a chunk; returns what it completed.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseItem> {
         let mut out = Vec::new();
+        let Some(matched) = self.bom_matched else {
+            self.feed_lines(chunk, &mut out);
+            return out;
+        };
+        // The stream may begin with a byte-order mark, itself possibly cut across reads.
+        let seen = BOM[matched..]
+            .iter()
+            .zip(chunk)
+            .take_while(|(want, got)| want == got)
+            .count();
+        if matched + seen == BOM.len() {
+            self.bom_matched = None;
+            self.feed_lines(&chunk[seen..], &mut out);
+        } else if seen == chunk.len() {
+            self.bom_matched = Some(matched + seen);
+        } else {
+            // Not a mark after all: what looked like one was data.
+            self.bom_matched = None;
+            self.feed_lines(&BOM[..matched + seen], &mut out);
+            self.feed_lines(&chunk[seen..], &mut out);
+        }
+        out
+    }
+
+    fn feed_lines(&mut self, chunk: &[u8], out: &mut Vec<SseItem>) {
+        if chunk.is_empty() {
+            return; // An empty read must not forget that the last one ended in CR.
+        }
         let mut rest = chunk;
         if self.after_cr && rest.first() == Some(&b'\n') {
             rest = &rest[1..];
@@ -74,7 +114,7 @@ impl SseParser {
         while let Some(pos) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') {
             self.take_bytes(&rest[..pos]);
             let line = std::mem::take(&mut self.line);
-            self.on_line(&line, &mut out);
+            self.on_line(&line, out);
             let crlf = rest[pos] == b'\r' && rest.get(pos + 1) == Some(&b'\n');
             if rest[pos] == b'\r' && pos + 1 == rest.len() {
                 self.after_cr = true;
@@ -82,7 +122,6 @@ impl SseParser {
             rest = &rest[pos + if crlf { 2 } else { 1 }..];
         }
         self.take_bytes(rest);
-        out
     }
 
     /// Adds bytes of the current line, dropping what exceeds the limit.
@@ -222,7 +261,7 @@ mod tests {
         let mut got = p.feed(b"data: ");
         for _ in 0..1000 {
             got.extend(p.feed(&[b'z'; 100]));
-            assert!(p.line.len() + p.data.len() <= 64, "buffered too much");
+            assert!(p.buffered() <= 64, "buffered too much");
         }
         got.extend(p.feed(b"\n\ndata: ok\n\n"));
         assert!(
@@ -230,5 +269,24 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[1], event(None, "ok"));
+    }
+
+    #[test]
+    fn an_empty_read_between_cr_and_lf_does_not_split_the_line_end() {
+        // Found by the property test below: an empty chunk forgot that the previous one ended
+        // in CR, so its LF ended a second, empty line and dispatched the event early.
+        let mut p = SseParser::new(1024);
+        let mut got = p.feed(b"data: a\r");
+        got.extend(p.feed(b""));
+        got.extend(p.feed(b"\ndata: b\n\n"));
+        assert_eq!(got, [event(None, "a\nb")]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_ignored() {
+        let mut p = SseParser::new(1024);
+        let mut got = p.feed(b"\xEF\xBB");
+        got.extend(p.feed(b"\xBFdata: x\n\n"));
+        assert_eq!(got, [event(None, "x")]);
     }
 }

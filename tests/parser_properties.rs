@@ -1,0 +1,121 @@
+//! Property tests of the pure parsers: however a byte stream is cut into reads, the line codec
+//! and the SSE parser must give what a plain reference model gives for the whole input, and hold
+//! no more than their limit. The models and checks are shared with the fuzz targets
+//! (`fuzz/checks.rs`); the corpus in `fuzz/corpus/` runs here too, so `cargo test` covers what
+//! the fuzzers found.
+
+#[path = "../fuzz/checks.rs"]
+mod checks;
+
+use checks::*;
+use proptest::prelude::*;
+
+fn line_input() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        4 => Just(b'a'),
+        2 => Just(b'\n'),
+        2 => Just(b'\r'),
+        1 => Just(b' '),
+        1 => any::<u8>(),
+    ];
+    proptest::collection::vec(byte, 0..48)
+}
+
+fn sse_input() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        3 => Just(&b"data"[..]),
+        2 => Just(&b":"[..]),
+        2 => Just(&b" "[..]),
+        3 => Just(&b"\n"[..]),
+        2 => Just(&b"\r"[..]),
+        1 => Just(&b"\r\n"[..]),
+        1 => Just(&b"id"[..]),
+        1 => Just(&b"event"[..]),
+        1 => Just(&b"retry"[..]),
+        1 => Just(&b"7"[..]),
+        2 => Just(&b"x"[..]),
+        1 => Just(&b"\0"[..]),
+        1 => Just(&b"\xEF\xBB\xBF"[..]),
+        1 => Just(&b"\xC3"[..]),
+    ];
+    proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+}
+
+fn cuts() -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(0usize..160, 0..16).prop_map(|mut cuts| {
+        cuts.sort_unstable();
+        cuts
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn line_codec_every_single_cut_gives_the_model(input in line_input(), max_len in 1usize..10) {
+        let want = line_model(&input, max_len);
+        for cut in 0..=input.len() {
+            prop_assert_eq!(&decode_lines(&input, &[cut], max_len), &want, "cut at {}", cut);
+        }
+    }
+
+    #[test]
+    fn line_codec_any_chunking_gives_the_model(
+        input in line_input(),
+        max_len in 1usize..10,
+        cuts in cuts(),
+    ) {
+        prop_assert_eq!(decode_lines(&input, &cuts, max_len), line_model(&input, max_len));
+    }
+
+    #[test]
+    fn sse_every_single_cut_gives_the_model(input in sse_input()) {
+        let want = sse_model(&input);
+        for cut in 0..=input.len() {
+            prop_assert_eq!(&parse_sse(&input, &[cut], 1 << 20), &want, "cut at {}", cut);
+        }
+    }
+
+    #[test]
+    fn sse_any_chunking_gives_the_model(input in sse_input(), cuts in cuts()) {
+        prop_assert_eq!(parse_sse(&input, &cuts, 1 << 20), sse_model(&input));
+    }
+
+    /// With a small limit the model does not apply (it has none), but where the reads happen to
+    /// stop still must not matter, and the buffer stays bounded.
+    #[test]
+    fn sse_size_limit_does_not_depend_on_chunking(
+        input in sse_input(),
+        max in 1usize..24,
+        cuts in cuts(),
+    ) {
+        prop_assert_eq!(parse_sse(&input, &cuts, max), parse_sse(&input, &[], max));
+    }
+
+    #[test]
+    fn jsonrpc_frames_never_panic(input in proptest::collection::vec(any::<u8>(), 0..256)) {
+        fuzz_jsonrpc_frame(&input);
+    }
+}
+
+/// Every file of the fuzz corpus (seeds and whatever a fuzzing run added) through its target.
+#[test]
+fn fuzz_corpus_passes_every_target() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let targets: [(&str, fn(&[u8])); 3] = [
+        ("line_codec", fuzz_line_codec),
+        ("sse", fuzz_sse),
+        ("jsonrpc_frame", fuzz_jsonrpc_frame),
+    ];
+    for (name, target) in targets {
+        let dir = root.join(name);
+        let mut ran = 0;
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a readable corpus entry").path();
+            let data = std::fs::read(&path).expect("a readable corpus file");
+            target(&data);
+            ran += 1;
+        }
+        assert!(ran > 0, "the corpus of {name} is empty");
+    }
+}
