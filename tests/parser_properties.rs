@@ -102,7 +102,8 @@ proptest! {
 #[test]
 fn fuzz_corpus_passes_every_target() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    let targets: [(&str, fn(&[u8])); 3] = [
+    type Target = fn(&[u8]);
+    let targets: [(&str, Target); 3] = [
         ("line_codec", fuzz_line_codec),
         ("sse", fuzz_sse),
         ("jsonrpc_frame", fuzz_jsonrpc_frame),
