@@ -1,0 +1,25 @@
+//! Server configuration: how to reach each server ([`ServerConfig`], [`Transport`]), the limits
+//! and timings that govern it ([`Settings`]), and loading the `mcpServers` JSON format that
+//! Claude Desktop, Cursor and VS Code users already have.
+//!
+//! Settings are layered: built-in defaults, then the supervisor's global settings
+//! ([`SupervisorBuilder::settings`](crate::SupervisorBuilder::settings)), then what each
+//! `ServerConfig` overrides.
+//!
+//! - `settings`: [`Settings`], their defaults, and how overrides layer on them.
+//! - `transport`: [`Transport`], [`StdioConfig`], [`HttpConfig`], and what of them may be shown.
+//! - `server_config`: [`ServerConfig`] and its builder methods.
+//! - `validate`: [`ServerConfig::validate`], every check in one place.
+//! - `mcp_servers`: the `mcpServers` JSON loader ([`ServerConfig::from_mcp_servers_json`]).
+
+mod mcp_servers;
+mod server_config;
+mod settings;
+mod transport;
+mod validate;
+
+pub use server_config::ServerConfig;
+pub use settings::Settings;
+pub use transport::{HttpConfig, StdioConfig, Transport, SAFE_ENV_VARS};
+
+pub(crate) use transport::redact_url;

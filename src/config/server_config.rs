@@ -1,0 +1,148 @@
+//! [`ServerConfig`]: one server's name, how to reach it, and its setting overrides, with the
+//! builder methods that set them.
+//!
+//! The setting overrides' own setters are generated in [`settings`](super::settings), the
+//! checks are in [`validate`](super::validate), and the `mcpServers` loader is in
+//! [`mcp_servers`](super::mcp_servers).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::settings::Overrides;
+use super::transport::{HttpConfig, StdioConfig, Transport};
+
+/// One MCP server to supervise: its name, how to reach it, and setting overrides.
+///
+/// ```
+/// use mcp_supervisor::ServerConfig;
+/// use std::time::Duration;
+///
+/// let fs = ServerConfig::stdio("fs", "npx")
+///     .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv"])
+///     .env("LOG_LEVEL", "warn")
+///     .call_timeout(Duration::from_secs(10))
+///     .max_connect_retries(5);
+/// assert_eq!(fs.name(), "fs");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub(super) name: String,
+    pub(super) transport: Transport,
+    pub(super) overrides: Overrides,
+    /// A builder method that does not fit the transport (e.g. `args` on an HTTP server),
+    /// reported by `validate`.
+    pub(super) misuse: Option<&'static str>,
+}
+
+impl ServerConfig {
+    /// A server started as a child process running `command`.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        ServerConfig {
+            name: name.into(),
+            transport: Transport::Stdio(StdioConfig {
+                command: command.into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+                inherit_env: false,
+            }),
+            overrides: Overrides::default(),
+            misuse: None,
+        }
+    }
+
+    /// A server reached over MCP Streamable HTTP at `url`.
+    ///
+    /// ```
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let search = ServerConfig::http("search", "https://mcp.example.com/mcp")
+    ///     .bearer_token("s3cret")
+    ///     .header("X-Team", "infra");
+    /// assert!(!format!("{search:?}").contains("s3cret"));
+    /// ```
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        ServerConfig {
+            name: name.into(),
+            transport: Transport::Http(HttpConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+            overrides: Overrides::default(),
+            misuse: None,
+        }
+    }
+
+    /// Adds a header sent with every request (HTTP only).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => {
+                http.headers.insert(name.into(), value.into());
+            }
+            Transport::Stdio(_) => self.misuse = Some("header"),
+        }
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request (HTTP only).
+    pub fn bearer_token(self, token: impl AsRef<str>) -> Self {
+        let value = format!("Bearer {}", token.as_ref());
+        self.header("Authorization", value)
+    }
+
+    fn stdio_mut(&mut self, method: &'static str) -> Option<&mut StdioConfig> {
+        match &mut self.transport {
+            Transport::Stdio(stdio) => Some(stdio),
+            Transport::Http(_) => {
+                self.misuse = Some(method);
+                None
+            }
+        }
+    }
+
+    /// The server's name, unique within a supervisor.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How the server is reached.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Appends arguments to the command (stdio only).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        if let Some(stdio) = self.stdio_mut("args") {
+            stdio.args.extend(args.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable for the child (stdio only).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Some(stdio) = self.stdio_mut("env") {
+            stdio.env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets the child's working directory (stdio only).
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let Some(stdio) = self.stdio_mut("cwd") {
+            stdio.cwd = Some(dir.into());
+        }
+        self
+    }
+
+    /// Passes this process's whole environment to the child (stdio only).
+    pub fn inherit_env(mut self, inherit: bool) -> Self {
+        if let Some(stdio) = self.stdio_mut("inherit_env") {
+            stdio.inherit_env = inherit;
+        }
+        self
+    }
+}

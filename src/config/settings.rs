@@ -1,0 +1,125 @@
+//! The limits and timings of a server ([`Settings`]) with their built-in defaults, and how a
+//! [`ServerConfig`]'s overrides layer on the supervisor's global settings.
+//!
+//! Its own room because every setting is declared once, in the list below: the field, its
+//! default, the per-server override and the builder setter all come from that one line.
+
+use std::time::Duration;
+
+use super::ServerConfig;
+use crate::policy::backoff::Backoff;
+
+/// Declares [`Settings`] (every field concrete, with its default), the per-server overrides
+/// (every field optional) and a setter for each on [`ServerConfig`], from one list, so that a new
+/// setting is one line here.
+macro_rules! settings {
+    ($( $(#[doc = $doc:literal])* $field:ident : $ty:ty = $default:expr; )*) => {
+        /// Limits and timings of one supervised server.
+        ///
+        /// `Settings::default()` holds the built-in defaults; set global ones on the supervisor
+        /// builder and per-server ones on [`ServerConfig`].
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub struct Settings {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+        }
+
+        impl Default for Settings {
+            fn default() -> Self {
+                Settings { $( $field: $default, )* }
+            }
+        }
+
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub(super) struct Overrides {
+            $( pub(super) $field: Option<$ty>, )*
+        }
+
+        impl Settings {
+            fn apply(&self, o: &Overrides) -> Settings {
+                Settings { $( $field: o.$field.clone().unwrap_or_else(|| self.$field.clone()), )* }
+            }
+        }
+
+        impl ServerConfig {
+            $(
+                $(#[doc = $doc])*
+                ///
+                /// Overrides the supervisor's global setting for this server.
+                pub fn $field(mut self, value: $ty) -> Self {
+                    self.overrides.$field = Some(value);
+                    self
+                }
+            )*
+        }
+    };
+}
+
+settings! {
+    /// Retries after the first failed start-up attempt before the server is `Failed` (default 3).
+    max_connect_retries: u32 = 3;
+    /// Backoff between start-up retries (default 500 ms, 1 s, 2 s, +50 % jitter).
+    startup_backoff: Backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(2));
+    /// Backoff between reconnect attempts after a Ready connection broke (default 100 ms doubling
+    /// to 30 s, +50 % jitter). The first reconnect attempt is immediate.
+    reconnect_backoff: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    /// Reconnect attempts after a Ready connection broke before giving up; `None` (the default)
+    /// never gives up.
+    max_reconnect_attempts: Option<u32> = None;
+    /// The first reconnect after a stable connection waits a random time below this, so that
+    /// the clients of a restarted server do not all come back in the same instant (only while
+    /// `reconnect_backoff` has jitter). `None` (the default): at once for stdio servers, which
+    /// are ours alone, and spread over 1 s for HTTP servers, which many clients share.
+    first_reconnect_spread: Option<Duration> = None;
+    /// How long a connection must stay Ready before the reconnect backoff starts from the
+    /// beginning again (default 10 s), so a server that crashes right after start-up cannot make
+    /// us reconnect in a tight loop.
+    stability_window: Duration = Duration::from_secs(10);
+    /// Time allowed to spawn the server and complete the handshake (default 30 s).
+    connect_timeout: Duration = Duration::from_secs(30);
+    /// Timeout of calls that do not set their own (default 60 s).
+    call_timeout: Duration = Duration::from_secs(60);
+    /// Timeout of the liveness ping sent after a call timed out (default 5 s). A failed ping
+    /// marks the connection broken.
+    ping_timeout: Duration = Duration::from_secs(5);
+    /// Calls in flight plus calls waiting for a connection, per server (default 1024); beyond
+    /// it calls fail at once with `Overloaded`.
+    max_in_flight: usize = 1024;
+    /// Largest message accepted from the server (default 16 MiB); longer lines are dropped and
+    /// counted.
+    max_message_bytes: usize = 16 * 1024 * 1024;
+    /// How long to wait after closing stdin, and again after SIGTERM, before escalating on
+    /// shutdown (default 2 s each).
+    shutdown_grace: Duration = Duration::from_secs(2);
+    /// Lines of the server's stderr kept to attach to connection errors (default 20).
+    stderr_tail_lines: usize = 20;
+    /// Whether tool annotations from this server (`readOnlyHint`, `idempotentHint`) may be
+    /// believed when deciding to re-send a `tools/call` after a reconnect (default false: the
+    /// spec says to distrust annotations from untrusted servers).
+    trusted: bool = false;
+}
+
+impl ServerConfig {
+    /// The settings in force for this server, given the supervisor's global ones.
+    pub fn settings(&self, global: &Settings) -> Settings {
+        global.apply(&self.overrides)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_layer_on_global_settings() {
+        let global = Settings {
+            max_connect_retries: 7,
+            ..Settings::default()
+        };
+        let cfg = ServerConfig::stdio("a", "x").call_timeout(Duration::from_secs(1));
+        let s = cfg.settings(&global);
+        assert_eq!(s.max_connect_retries, 7);
+        assert_eq!(s.call_timeout, Duration::from_secs(1));
+        assert_eq!(s.ping_timeout, Settings::default().ping_timeout);
+    }
+}

@@ -1,0 +1,141 @@
+//! How to reach a server: the [`Transport`] enum with its [`StdioConfig`] and [`HttpConfig`],
+//! the variables a child gets by default ([`SAFE_ENV_VARS`]), and [`redact_url`].
+//!
+//! Its own room because these types hold credentials (environment values, header values, keys
+//! in URLs): their hand-written `Debug` impls and the URL redaction that logs use live together,
+//! so that what may be shown is decided in one place.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// How to reach an MCP server.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio(StdioConfig),
+    /// A remote server speaking MCP Streamable HTTP.
+    Http(HttpConfig),
+}
+
+/// A Streamable HTTP endpoint.
+#[derive(Clone, PartialEq)]
+pub struct HttpConfig {
+    /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
+    pub url: String,
+    /// Headers sent with every request, e.g. `Authorization`. Their values never appear in logs
+    /// or `Debug` output.
+    pub headers: BTreeMap<String, String>,
+}
+
+// Header values are credentials more often than not: Debug shows their names only, and the
+// URL without its userinfo and query (where hosted servers often put API keys).
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &redact_url(&self.url))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A child process to run as an MCP server.
+#[derive(Clone, PartialEq)]
+pub struct StdioConfig {
+    /// The program to run, looked up in `PATH` when it has no `/`.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it, on top of the inherited ones.
+    pub env: BTreeMap<String, String>,
+    /// Its working directory; the supervisor's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Pass the whole environment of this process to the child (default false: only
+    /// [`SAFE_ENV_VARS`] and `env`, so that secrets in the service's environment do not leak
+    /// into third-party servers).
+    pub inherit_env: bool,
+}
+
+/// Variables passed to child processes when the environment is not inherited.
+pub const SAFE_ENV_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
+
+// Environment values often hold API keys: Debug shows their names only.
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Stdio(s) => s.fmt(f),
+            Transport::Http(h) => h.fmt(f),
+        }
+    }
+}
+
+impl Transport {
+    /// A short name for status tables: `stdio` or `http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "stdio",
+            Transport::Http(_) => "http",
+        }
+    }
+}
+
+/// A URL fit for logs: without `user:password@` and without the query string, where API keys
+/// tend to live.
+pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let hidden = if authority.contains('@') { "***@" } else { "" };
+    let query = if url.contains('?') { "?***" } else { "" };
+    if scheme.is_empty() {
+        format!("{hidden}{host}{path}{query}")
+    } else {
+        format!("{scheme}://{hidden}{host}{path}{query}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+
+    #[test]
+    fn urls_in_logs_lose_their_credentials() {
+        assert_eq!(
+            redact_url("https://u:pw@h.example:8443/mcp?key=s3cret#x"),
+            "https://***@h.example:8443/mcp?***"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:80/mcp"),
+            "http://127.0.0.1:80/mcp"
+        );
+        assert_eq!(redact_url("http://h"), "http://h");
+        let cfg = ServerConfig::http("h", "https://h.example/mcp?api_key=s3cret");
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn debug_hides_env_values() {
+        let cfg = ServerConfig::stdio("a", "x").env("API_KEY", "sekrit");
+        let shown = format!("{cfg:?}");
+        assert!(shown.contains("API_KEY"));
+        assert!(!shown.contains("sekrit"));
+    }
+}
