@@ -1,0 +1,197 @@
+//! The Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25) over awc.
+//!
+//! Each outgoing message is one POST. Its answer is JSON, an SSE stream (progress and server
+//! requests, then the response), or 202 for notifications. What the server sends comes out of
+//! the same event stream as on stdio, so the actor cannot tell the transports apart. What only
+//! HTTP has:
+//!
+//! - the session: `Mcp-Session-Id` is taken from the first answer that carries one (the
+//!   initialize answer), checked to be visible ASCII, and sent on every later request with
+//!   `MCP-Protocol-Version`. A 404 — or a 400 that names the session, as the TypeScript
+//!   reference server answers after a restart — means the session is gone: the request was not
+//!   processed ([`TransportEvent::Rejected`]) and the connection is over, so the actor
+//!   re-initializes and re-sends it;
+//! - resumption: an SSE answer that ends before its response is resumed with GET +
+//!   `Last-Event-ID`, after exactly the server's `retry:` delay if it gave one;
+//! - the optional GET stream for server-initiated messages, whose loss (after a failed resume)
+//!   is how an idle connection notices that the server went away;
+//! - DELETE of the session on shutdown.
+//!
+//! awc's defaults (5 s to the response head, 2 MiB bodies) do not apply: requests live as long
+//! as their calls (an expired call's request is aborted), and bodies are bounded by
+//! `max_message_bytes`. TLS uses a rustls config built here with the ring provider, never a
+//! process-wide default.
+//!
+//! The parts, one concern each:
+//!
+//! - here: [`connect`], the state one connection shares between its requests, and
+//!   [`HttpHandle`], which closes it (DELETE of the session on shutdown);
+//! - `client`: the awc client and its TLS configuration;
+//! - `request`: every request this transport sends, with its headers, built in one place, and
+//!   the session id those headers carry;
+//! - `send`: the send loop, one POST per message, and the failures of the exchange itself;
+//! - `answer`: what an answer to a POST means, by status and content type;
+//! - `stream`: reading SSE streams into events, and resuming an answer whose stream broke;
+//! - `listen`: the GET stream for server-initiated messages.
+
+mod answer;
+mod client;
+mod listen;
+mod request;
+mod send;
+mod stream;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use awc::http::header::{HeaderName, HeaderValue};
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, Notify};
+
+use super::{Connection, Outbound, SkipCounters, TransportEvent};
+use crate::config::{redact_url, HttpConfig, Settings};
+use crate::error::Error;
+use crate::policy::backoff::Backoff;
+
+/// What one HTTP connection shares between its requests. Everything runs on the actor's
+/// arbiter (awc's client is not `Send`), hence `Rc` and `Cell`.
+struct Shared {
+    server: Arc<str>,
+    client: awc::Client,
+    url: String,
+    /// The URL without credentials (userinfo, query), for logs and errors.
+    shown_url: String,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    session: RefCell<Option<String>>,
+    protocol_version: RefCell<Option<String>>,
+    events: mpsc::UnboundedSender<TransportEvent>,
+    closed: Cell<bool>,
+    close: Notify,
+    max_message_bytes: usize,
+    resume_backoff: Backoff,
+    skips: Arc<SkipCounters>,
+}
+
+/// Without compression features (MCP servers answer uncompressed JSON and SSE), this is what
+/// awc's requests resolve to.
+type Response = awc::ClientResponse;
+
+/// The handle the actor keeps to close an HTTP connection.
+pub(crate) struct HttpHandle {
+    shared: Rc<Shared>,
+}
+
+impl HttpHandle {
+    /// Called once the handshake is done: later requests carry the protocol version, and the
+    /// GET stream for server messages is opened.
+    pub fn initialized(&self, protocol_version: &str) {
+        *self.shared.protocol_version.borrow_mut() = Some(protocol_version.to_owned());
+        actix::spawn(listen::listen(self.shared.clone()));
+    }
+
+    /// Stops every request and stream of this connection at once.
+    pub fn kill(&self) {
+        self.shared.closed.set(true);
+        self.shared.close.notify_waiters();
+    }
+
+    /// Ends the session politely: DELETE it (a 405 is fine), then stop.
+    pub async fn shutdown(self, grace: Duration) {
+        self.kill();
+        let Some(session) = self.shared.session.borrow().clone() else {
+            return;
+        };
+        let request =
+            request::delete(&self.shared, session).timeout(grace.max(Duration::from_millis(100)));
+        match request.send().await {
+            Ok(resp) => {
+                tracing::debug!(server = %self.shared.server, status = %resp.status(), "session deleted")
+            }
+            Err(e) => {
+                tracing::debug!(server = %self.shared.server, error = %e, "DELETE of the session failed")
+            }
+        }
+    }
+}
+
+impl Drop for HttpHandle {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Prepares a connection; nothing is sent until the first message (initialize).
+pub(crate) fn connect(
+    server: &Arc<str>,
+    config: &HttpConfig,
+    settings: &Settings,
+    skips: Arc<SkipCounters>,
+) -> Result<Connection, Error> {
+    let mut headers = Vec::with_capacity(config.headers.len());
+    for (name, value) in &config.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            Error::config(
+                Some(server),
+                format!("headers.{name}"),
+                "not a valid header name",
+            )
+        })?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            Error::config(
+                Some(server),
+                format!("headers.{name}"),
+                "not a valid header value",
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.push((name, value));
+    }
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let shared = Rc::new(Shared {
+        server: server.clone(),
+        client: client::build_client(settings.connect_timeout)?,
+        url: config.url.clone(),
+        shown_url: redact_url(&config.url),
+        headers,
+        session: RefCell::new(None),
+        protocol_version: RefCell::new(None),
+        events: events_tx,
+        closed: Cell::new(false),
+        close: Notify::new(),
+        max_message_bytes: settings.max_message_bytes,
+        resume_backoff: settings.reconnect_backoff,
+        skips,
+    });
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    actix::spawn(send::send_loop(shared.clone(), out_rx));
+    let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        Some((event, rx))
+    })
+    .boxed_local();
+    Ok(Connection {
+        outbound: Outbound(out_tx),
+        events,
+        closer: super::Closer::Http(HttpHandle { shared }),
+    })
+}
+
+impl Shared {
+    fn emit(&self, event: TransportEvent) {
+        if !self.closed.get() {
+            let _ = self.events.send(event);
+        }
+    }
+
+    async fn closed(&self) {
+        if !self.closed.get() {
+            self.close.notified().await;
+        }
+    }
+
+    fn connection_error(&self, message: impl Into<String>) -> Error {
+        Error::connection(&self.server, message)
+    }
+}

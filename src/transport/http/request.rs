@@ -1,0 +1,97 @@
+//! Every request this transport sends — POST, GET, DELETE — with its headers, and the session
+//! id those headers carry.
+//!
+//! Its own room so that what goes on the wire is decided in one place: the configured headers,
+//! `Accept`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
+//! and `MCP-Protocol-Version` (once the handshake agreed on one), and `Last-Event-ID` on a
+//! resuming GET. Sending and reading the answers is the callers' business.
+
+use awc::http::header::{ACCEPT, CONTENT_TYPE};
+use awc::ClientRequest;
+
+use super::Shared;
+use crate::error::Error;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// A POST of one message. The initialize request goes without a session (it is what creates
+/// one); every other carries ours. The flag says whether it did, which decides what a 404 or a
+/// 400 means.
+pub(super) fn post(shared: &Shared, method: Option<&str>) -> (ClientRequest, bool) {
+    let request = shared
+        .request(shared.client.post(&shared.url))
+        .insert_header((ACCEPT, "application/json, text/event-stream"))
+        .insert_header((CONTENT_TYPE, "application/json"));
+    if method == Some("initialize") {
+        (request, false)
+    } else {
+        shared.with_session(request)
+    }
+}
+
+/// A GET for the session's event stream, resuming after `last_event_id` if given.
+pub(super) fn get(shared: &Shared, last_event_id: Option<&str>) -> ClientRequest {
+    let request = shared
+        .request(shared.client.get(&shared.url))
+        .insert_header((ACCEPT, "text/event-stream"));
+    let (mut request, _) = shared.with_session(request);
+    if let Some(id) = last_event_id {
+        request = request.insert_header((LAST_EVENT_ID, id));
+    }
+    request
+}
+
+/// The DELETE that ends `session`.
+pub(super) fn delete(shared: &Shared, session: String) -> ClientRequest {
+    shared
+        .request(shared.client.delete(&shared.url))
+        .insert_header((SESSION_HEADER, session))
+}
+
+impl Shared {
+    /// Adds the configured headers to a request.
+    fn request(&self, mut request: ClientRequest) -> ClientRequest {
+        for (name, value) in &self.headers {
+            request = request.insert_header((name.clone(), value.clone()));
+        }
+        request
+    }
+
+    /// Adds the session and protocol version, when there are any.
+    fn with_session(&self, mut request: ClientRequest) -> (ClientRequest, bool) {
+        let session = self.session.borrow().clone();
+        let had_session = session.is_some();
+        if let Some(session) = session {
+            request = request.insert_header((SESSION_HEADER, session));
+        }
+        if let Some(version) = self.protocol_version.borrow().clone() {
+            request = request.insert_header((VERSION_HEADER, version));
+        }
+        (request, had_session)
+    }
+
+    /// Takes the session id from a response, if we have none yet.
+    pub(super) fn capture_session(
+        &self,
+        response: &awc::ClientResponse<impl Sized>,
+    ) -> Result<(), Error> {
+        if self.session.borrow().is_some() {
+            return Ok(());
+        }
+        let Some(value) = response.headers().get(SESSION_HEADER) else {
+            return Ok(());
+        };
+        let bytes = value.as_bytes();
+        if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+            return Err(Error::InvalidResponse {
+                server: self.server.to_string(),
+                method: "initialize".into(),
+                message: "Mcp-Session-Id must be visible ASCII".into(),
+            });
+        }
+        *self.session.borrow_mut() = Some(String::from_utf8_lossy(bytes).into_owned());
+        Ok(())
+    }
+}

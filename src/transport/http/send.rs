@@ -1,0 +1,112 @@
+//! The outgoing side: one POST per message the actor queues, and what it means when the
+//! exchange itself fails (the server unreachable, a reset socket) before there is an answer.
+//!
+//! Its own room because ordering and cancellation live here: notifications and answers go one
+//! after the other, requests concurrently, each in a task an abandoned call aborts. What an
+//! answer means is [`super::answer`]'s business.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use awc::error::SendRequestError;
+use bytes::Bytes;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::{answer, request, Shared};
+use crate::transport::{Outgoing, TransportEvent};
+
+/// The id and method of one of our outgoing messages.
+#[derive(Deserialize, Default)]
+struct Header {
+    id: Option<u64>,
+    method: Option<String>,
+}
+
+/// POSTs messages as the actor queues them: notifications and answers one after the other (so
+/// that `notifications/initialized` arrives before the next request), requests concurrently,
+/// each in a task that an abandoned call aborts.
+pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
+    while let Some(outgoing) = rx.recv().await {
+        if shared.closed.get() {
+            return;
+        }
+        let mut line = match outgoing {
+            Outgoing::Line(line) => line,
+            Outgoing::Abandon(id) => {
+                if let Some(request) = requests.borrow_mut().remove(&id) {
+                    request.abort();
+                }
+                continue;
+            }
+        };
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let header: Header = serde_json::from_slice(&line).unwrap_or_default();
+        // Only requests have ids of ours; the id of an answer to a server request is the
+        // server's and may collide with one of ours.
+        let id = header.id.filter(|_| header.method.is_some());
+        let post = post(shared.clone(), Bytes::from(line), id, header.method);
+        match id {
+            Some(id) => {
+                let registry = requests.clone();
+                let task = actix::spawn(async move {
+                    post.await;
+                    registry.borrow_mut().remove(&id);
+                });
+                requests.borrow_mut().insert(id, task.abort_handle());
+            }
+            None => post.await,
+        }
+    }
+}
+
+async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<String>) {
+    let (request, had_session) = request::post(&shared, method.as_deref());
+    let sent = tokio::select! {
+        sent = request.send_body(body) => sent,
+        _ = shared.closed() => return,
+    };
+    let response = match sent {
+        Ok(response) => response,
+        Err(SendRequestError::Connect(e)) => {
+            // The server cannot be reached: the connection is over, and this request never
+            // got there, so it can be sent again whatever its retry policy.
+            if let Some(id) = id {
+                shared.emit(TransportEvent::Rejected(vec![id]));
+            }
+            shared.emit(TransportEvent::Closed(shared.connection_error(format!(
+                "cannot connect to {}: {e}",
+                shared.shown_url
+            ))));
+            return;
+        }
+        Err(e) => {
+            // This one exchange failed (a reset socket, a garbled answer): the session may
+            // well be fine. Its call follows the retry rules.
+            let error = shared.connection_error(format!("POST failed: {e}"));
+            match id {
+                Some(id) => shared.emit(TransportEvent::Interrupted {
+                    ids: vec![id],
+                    error,
+                }),
+                None => {
+                    tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
+                }
+            }
+            return;
+        }
+    };
+    answer::on_response(
+        &shared,
+        response,
+        id,
+        method.as_deref().unwrap_or(""),
+        had_session,
+    )
+    .await;
+}

@@ -1,0 +1,165 @@
+//! Reading SSE streams — a POST's answer or the GET stream — into transport events, and
+//! resuming an answer whose stream broke before its response.
+//!
+//! Its own room because resumption has rules of its own: GET + `Last-Event-ID`, after exactly
+//! the server's `retry:` delay if it gave one (never under [`MIN_RETRY`]), else our backoff, at
+//! most [`MAX_RESUMES`] times before the call is reported interrupted.
+
+use std::time::Duration;
+
+use awc::http::header::CONTENT_TYPE;
+use futures_util::StreamExt;
+
+use super::{request, Response, Shared};
+use crate::protocol::jsonrpc::{parse_frame, Inbound};
+use crate::protocol::sse::{SseItem, SseParser};
+use crate::transport::TransportEvent;
+
+/// Attempts to resume one broken response stream before giving the call up.
+pub(super) const MAX_RESUMES: u32 = 3;
+/// The shortest reconnection delay we honour, whatever `retry:` says: a server asking for 0 ms
+/// must not make us spin.
+const MIN_RETRY: Duration = Duration::from_millis(100);
+
+pub(super) fn is_sse<T>(response: &awc::ClientResponse<T>) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+/// Parses one JSON-RPC payload and passes its messages on. True if it held the response to
+/// `awaited`.
+pub(super) fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> bool {
+    match parse_frame(payload) {
+        Ok(messages) => {
+            let mut answered = false;
+            for message in messages {
+                if let (
+                    Some(id),
+                    Inbound::Response { id: got, .. } | Inbound::Error { id: Some(got), .. },
+                ) = (awaited, &message)
+                {
+                    answered |= got.as_ours() == Some(id);
+                }
+                shared.emit(TransportEvent::Message(message));
+            }
+            answered
+        }
+        Err(e) => {
+            shared
+                .skips
+                .non_json
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(server = %shared.server, error = %e, "skipped a message that is not JSON-RPC");
+            false
+        }
+    }
+}
+
+pub(super) enum Pumped {
+    /// The awaited response arrived (the stream is dropped, open or not).
+    Answered,
+    /// The stream ended first; `retry` is the server's reconnection delay, if it gave one;
+    /// `events` is how many messages it delivered.
+    Ended {
+        retry: Option<Duration>,
+        events: usize,
+    },
+    /// The connection is being closed.
+    Closed,
+}
+
+/// Reads an SSE stream, passing its messages on, until the response to `awaited` arrives or
+/// the stream ends.
+pub(super) async fn pump(
+    shared: &Shared,
+    response: &mut Response,
+    parser: &mut SseParser,
+    awaited: Option<u64>,
+) -> Pumped {
+    let mut retry = None;
+    let mut events = 0;
+    loop {
+        let chunk = tokio::select! {
+            chunk = response.next() => chunk,
+            _ = shared.closed() => return Pumped::Closed,
+        };
+        let Some(Ok(chunk)) = chunk else {
+            return Pumped::Ended { retry, events };
+        };
+        let mut answered = false;
+        for item in parser.feed(&chunk) {
+            match item {
+                SseItem::Event { data, .. } => {
+                    events += 1;
+                    answered |= deliver(shared, data.as_bytes(), awaited);
+                }
+                SseItem::Retry(delay) => retry = Some(delay.max(MIN_RETRY)),
+                SseItem::Oversized { bytes } => {
+                    shared
+                        .skips
+                        .oversized
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(server = %shared.server, bytes, "skipped an SSE event longer than max_message_bytes");
+                }
+            }
+        }
+        if answered {
+            return Pumped::Answered;
+        }
+    }
+}
+
+/// Follows the SSE answer to request `id` until its response, resuming the stream if it ends
+/// first.
+pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u64) {
+    let mut parser = SseParser::new(shared.max_message_bytes);
+    let ended = pump(shared, &mut response, &mut parser, Some(id)).await;
+    if let Pumped::Ended { retry, .. } = ended {
+        resume(shared, id, parser, retry).await;
+    }
+}
+
+/// Waits `delay`, unless the connection closes first (then false).
+pub(super) async fn pause(shared: &Shared, delay: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = shared.closed() => false,
+    }
+}
+
+/// Resumes the response stream of request `id` with GET + `Last-Event-ID`. If that is
+/// impossible, the call is reported interrupted and the actor applies its retry rules.
+async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Option<Duration>) {
+    for attempt in 0..MAX_RESUMES {
+        let Some(last) = parser.last_event_id().map(str::to_owned) else {
+            break;
+        };
+        let delay = retry.unwrap_or_else(|| shared.resume_backoff.base_delay(attempt));
+        tracing::debug!(server = %shared.server, id, last_event_id = %last, delay_ms = delay.as_millis() as u64, "resuming a broken response stream");
+        if !pause(shared, delay).await {
+            return;
+        }
+        let mut response = match request::get(shared, Some(&last)).send().await {
+            Ok(response) if response.status().is_success() && is_sse(&response) => response,
+            Ok(response) => {
+                tracing::debug!(server = %shared.server, status = %response.status(), "the server cannot resume the stream");
+                break;
+            }
+            Err(e) => {
+                tracing::debug!(server = %shared.server, error = %e, "resuming the stream failed");
+                break;
+            }
+        };
+        match pump(shared, &mut response, &mut parser, Some(id)).await {
+            Pumped::Answered | Pumped::Closed => return,
+            Pumped::Ended { retry: again, .. } => retry = again.or(retry),
+        }
+    }
+    shared.emit(TransportEvent::Interrupted {
+        ids: vec![id],
+        error: shared.connection_error("the response stream broke and could not be resumed"),
+    });
+}
