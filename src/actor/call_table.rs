@@ -447,3 +447,408 @@ fn tool_hints(tools: &[Tool], name: &str) -> Option<ToolHints> {
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::policy::retry::RetryPolicy;
+    use crate::transport::Outgoing;
+
+    fn table(settings: Settings) -> CallTable {
+        CallTable::new(Arc::from("demo"), &settings)
+    }
+
+    fn at(state: &ServerState) -> Situation<'_> {
+        Situation {
+            state,
+            attempts: 1,
+            last_error: None,
+        }
+    }
+
+    const RECONNECTING: ServerState = ServerState::Reconnecting {
+        attempt: 1,
+        retry_at: None,
+    };
+
+    /// A connection whose written messages the test reads back.
+    fn wire() -> (Outbound, mpsc::UnboundedReceiver<Outgoing>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbound(tx), rx)
+    }
+
+    /// What was written, as `(method, id)` of each line; `("abandon", id)` for an abandon.
+    fn written(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        while let Ok(item) = rx.try_recv() {
+            out.push(match item {
+                Outgoing::Line(line) => {
+                    let v: Value = serde_json::from_slice(&line).unwrap();
+                    let id = v.get("id").cloned().unwrap_or(Value::Null);
+                    (v["method"].as_str().unwrap().to_owned(), id)
+                }
+                Outgoing::Abandon(id) => ("abandon".to_owned(), json!(id)),
+            });
+        }
+        out
+    }
+
+    fn method(name: &str) -> Call {
+        Call::new("demo", name, None)
+    }
+
+    fn tool_call(tool: &str) -> Call {
+        Call::new("demo", "tools/call", Some(json!({ "name": tool })))
+    }
+
+    /// The answer a receipt holds, if any yet.
+    fn answer(receipt: &mut Receipt) -> Option<Result<Value, Error>> {
+        receipt.rx.try_recv().ok()
+    }
+
+    fn error_kind(receipt: &mut Receipt) -> Option<ErrorKind> {
+        match answer(receipt) {
+            Some(Err(e)) => Some(e.kind()),
+            other => panic!("expected an error answer, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_call_is_written_at_once_when_ready_and_waits_otherwise() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let first = calls
+            .start(
+                method("tools/list"),
+                &at(&ServerState::Ready),
+                Some(&out),
+                now,
+            )
+            .unwrap();
+        assert_eq!(
+            written(&mut rx),
+            [("tools/list".to_owned(), json!(first.id))]
+        );
+
+        let second = calls
+            .start(method("prompts/list"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        assert_eq!(second.id, first.id + 1);
+        assert!(written(&mut rx).is_empty());
+        calls.flush(&at(&ServerState::Ready), Some(&out));
+        assert_eq!(
+            written(&mut rx),
+            [("prompts/list".to_owned(), json!(second.id))]
+        );
+        assert_eq!(calls.len(), 2);
+    }
+
+    #[test]
+    fn after_a_loss_a_safe_method_waits_again_and_a_tool_call_is_outcome_unknown() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let mut list = calls
+            .start(method("tools/list"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let mut run = calls
+            .start(tool_call("counter"), &at(&ready), Some(&out), now)
+            .unwrap();
+        assert_eq!(written(&mut rx).len(), 2);
+
+        let lost = Error::connection("demo", "the server closed its stdout");
+        calls.settle(&lost, None, &[]);
+        assert!(
+            answer(&mut list).is_none(),
+            "tools/list waits for a re-send"
+        );
+        match answer(&mut run) {
+            Some(Err(Error::OutcomeUnknown { method, reason, .. })) => {
+                assert_eq!(method, "tools/call");
+                assert_eq!(reason, lost.to_string());
+            }
+            other => panic!("expected outcome_unknown, got {other:?}"),
+        }
+        assert_eq!(calls.counters().calls_failed, 1);
+        assert_eq!(calls.len(), 1);
+
+        // The next connection: the safe call is written again, and counted as re-sent.
+        let (out, mut rx) = wire();
+        calls.flush(&at(&ready), Some(&out));
+        assert_eq!(
+            written(&mut rx),
+            [("tools/list".to_owned(), json!(list.id))]
+        );
+        assert_eq!(calls.counters().calls_resent, 1);
+        calls.on_response(&Id::Number(list.id as i64), json!({ "tools": [] }));
+        assert_eq!(answer(&mut list).unwrap().unwrap(), json!({ "tools": [] }));
+        assert_eq!(calls.counters().calls_ok, 1);
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn a_safe_method_is_resent_only_once() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let mut list = calls
+            .start(
+                method("tools/list"),
+                &at(&ready),
+                Some(&out),
+                Instant::now(),
+            )
+            .unwrap();
+        let lost = Error::connection("demo", "gone");
+        calls.settle(&lost, None, &[]);
+        calls.flush(&at(&ready), Some(&out));
+        calls.settle(&lost, None, &[]);
+        assert_eq!(error_kind(&mut list), Some(ErrorKind::Unavailable));
+    }
+
+    #[test]
+    fn settle_with_only_some_ids_leaves_the_others_in_flight() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let mut hit = calls
+            .start(tool_call("a"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let mut kept = calls
+            .start(tool_call("b"), &at(&ready), Some(&out), now)
+            .unwrap();
+        calls.settle(
+            &Error::connection("demo", "stream cut"),
+            Some(&[hit.id]),
+            &[],
+        );
+        assert_eq!(error_kind(&mut hit), Some(ErrorKind::OutcomeUnknown));
+        assert!(answer(&mut kept).is_none());
+        calls.on_response(&Id::Number(kept.id as i64), json!({}));
+        assert!(answer(&mut kept).unwrap().is_ok());
+    }
+
+    #[test]
+    fn expire_of_an_unsent_call_says_it_was_not_sent_and_cancels_nothing() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let mut call = calls
+            .start(tool_call("counter"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        let last = Error::connection("demo", "the server closed its stdout");
+        let situation = Situation {
+            state: &RECONNECTING,
+            attempts: 2,
+            last_error: Some(&last),
+        };
+        assert_eq!(
+            calls.expire(call.id, &situation, Some(&out)),
+            AfterExpire::Nothing
+        );
+        match answer(&mut call) {
+            Some(Err(Error::Unavailable {
+                reason, attempts, ..
+            })) => {
+                assert!(
+                    reason.starts_with("the call was not sent: server is reconnecting ("),
+                    "{reason}"
+                );
+                assert_eq!(attempts, 2);
+            }
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+        assert!(written(&mut rx).is_empty());
+        assert_eq!(calls.counters().calls_failed, 1);
+        assert_eq!(calls.counters().cancellations_sent, 0);
+        assert_eq!(calls.len(), 0);
+        // It left the queue too: a later flush writes nothing.
+        calls.flush(&at(&ServerState::Ready), Some(&out));
+        assert!(written(&mut rx).is_empty());
+    }
+
+    #[test]
+    fn expire_of_a_written_call_cancels_it_and_asks_for_a_liveness_check() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let mut call = calls
+            .start(tool_call("hang"), &at(&ready), Some(&out), Instant::now())
+            .unwrap();
+        written(&mut rx);
+        assert_eq!(
+            calls.expire(call.id, &at(&ready), Some(&out)),
+            AfterExpire::CheckLiveness
+        );
+        assert_eq!(error_kind(&mut call), Some(ErrorKind::Timeout));
+        assert_eq!(
+            written(&mut rx),
+            [
+                ("notifications/cancelled".to_owned(), Value::Null),
+                ("abandon".to_owned(), json!(call.id)),
+            ]
+        );
+        assert_eq!(calls.counters().calls_timed_out, 1);
+        assert_eq!(calls.counters().cancellations_sent, 1);
+        // Already answered: a second expiry and a late reply change nothing.
+        assert_eq!(
+            calls.expire(call.id, &at(&ready), Some(&out)),
+            AfterExpire::Nothing
+        );
+        calls.on_response(&Id::Number(call.id as i64), json!({}));
+        assert_eq!(calls.counters().unknown_responses, 1);
+        assert_eq!(calls.counters().calls_ok, 0);
+    }
+
+    #[test]
+    fn unsent_calls_go_first_and_do_not_count_as_resent() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let a = calls
+            .start(tool_call("a"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let b = calls
+            .start(tool_call("b"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let c = calls
+            .start(tool_call("c"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        written(&mut rx);
+
+        calls.unsend(&[a.id, b.id]);
+        calls.flush(&at(&ready), Some(&out));
+        let ids: Vec<Value> = written(&mut rx).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(ids, [json!(a.id), json!(b.id), json!(c.id)]);
+        assert_eq!(calls.counters().calls_resent, 0);
+    }
+
+    #[test]
+    fn calls_beyond_max_in_flight_are_overloaded() {
+        let mut calls = table(Settings {
+            max_in_flight: 1,
+            ..Settings::default()
+        });
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let first = calls
+            .start(method("ping"), &at(&ready), Some(&out), now)
+            .unwrap();
+        match calls.start(method("ping"), &at(&ready), Some(&out), now) {
+            Err(Error::Overloaded { limit, .. }) => assert_eq!(limit, 1),
+            Err(e) => panic!("expected overloaded, got {e:?}"),
+            Ok(_) => panic!("expected overloaded, got a call"),
+        }
+        calls.on_response(&Id::Number(first.id as i64), json!({}));
+        assert!(calls
+            .start(method("ping"), &at(&ready), Some(&out), now)
+            .is_ok());
+    }
+
+    #[test]
+    fn failed_stopped_and_unknown_servers_refuse_calls_at_once() {
+        let mut calls = table(Settings::default());
+        let now = Instant::now();
+        let failed = ServerState::Failed {
+            error: Error::connection("demo", "spawn failed"),
+        };
+        let kind = |r: Result<Receipt, Error>| r.err().map(|e| e.kind());
+        assert_eq!(
+            kind(calls.start(method("ping"), &at(&failed), None, now)),
+            Some(ErrorKind::Unavailable)
+        );
+        assert_eq!(
+            kind(calls.start(method("ping"), &at(&ServerState::Stopped), None, now)),
+            Some(ErrorKind::Stopped)
+        );
+        assert_eq!(
+            kind(calls.start(
+                Call::new("other", "ping", None),
+                &at(&ServerState::Ready),
+                None,
+                now
+            )),
+            Some(ErrorKind::ServerNotFound)
+        );
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn on_stop_a_written_tool_call_is_outcome_unknown_and_a_waiting_one_stopped() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let now = Instant::now();
+        let mut sent = calls
+            .start(tool_call("a"), &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let mut queued = calls
+            .start(tool_call("b"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        calls.fail_all_stopped(&at(&ServerState::Stopped));
+        assert_eq!(error_kind(&mut sent), Some(ErrorKind::OutcomeUnknown));
+        assert_eq!(error_kind(&mut queued), Some(ErrorKind::Stopped));
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn fail_waiting_answers_only_the_waiting_calls() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let now = Instant::now();
+        let mut sent = calls
+            .start(method("ping"), &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let mut queued = calls
+            .start(method("ping"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        let failed = ServerState::Failed {
+            error: Error::connection("demo", "gave up"),
+        };
+        calls.fail_waiting(&at(&failed));
+        assert_eq!(error_kind(&mut queued), Some(ErrorKind::Unavailable));
+        assert!(answer(&mut sent).is_none());
+        assert_eq!(calls.counters().calls_failed, 1);
+    }
+
+    #[test]
+    fn progress_carries_our_id_as_token_and_moves_the_deadline_within_the_total() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let call = tool_call("slow")
+            .timeout(Duration::from_secs(10))
+            .reset_timeout_on_progress(Duration::from_secs(15))
+            .retry(RetryPolicy::Never);
+        let receipt = calls
+            .start(call, &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let Ok(Outgoing::Line(line)) = rx.try_recv() else {
+            panic!("the call was not written")
+        };
+        let sent: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(sent["params"]["_meta"]["progressToken"], json!(receipt.id));
+        assert_eq!(receipt.deadline, now + Duration::from_secs(10));
+
+        let moved = receipt.moved_deadline.as_ref().unwrap();
+        let token = receipt.id.to_string(); // a string token is ours too
+        calls.on_progress(
+            &json!({ "progressToken": token, "progress": 1 }),
+            now + Duration::from_secs(2),
+        );
+        assert_eq!(*moved.borrow(), now + Duration::from_secs(12));
+        calls.on_progress(
+            &json!({ "progressToken": receipt.id, "progress": 2 }),
+            now + Duration::from_secs(8),
+        );
+        assert_eq!(*moved.borrow(), now + Duration::from_secs(15));
+    }
+}
