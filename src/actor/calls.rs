@@ -1,4 +1,5 @@
-//! Calls in flight: what the actor keeps for each one, and the future the caller awaits.
+//! One call in flight: what the actor keeps for it, and the future its caller awaits. The
+//! table of all of them, and every way a call ends, is in [`call_table`](super::call_table).
 //!
 //! The deadline is kept on the caller's side: the future returned to the caller sleeps until
 //! the deadline, then asks the actor to expire the call (so the actor can send
@@ -9,10 +10,10 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
-use crate::actor::messages::Progress;
+use crate::actor::messages::{Call, Progress};
 use crate::error::Error;
 use crate::policy::retry::RetryPolicy;
 
@@ -45,6 +46,70 @@ pub(crate) struct ProgressRoute {
 }
 
 impl CallEntry {
+    /// The entry for call `call` under request id `id`, and its caller's side. `now` starts the
+    /// timeout (the call's own, or `default_timeout`).
+    pub fn open(
+        id: u64,
+        call: Call,
+        default_timeout: Duration,
+        now: Instant,
+    ) -> (CallEntry, Receipt) {
+        let timeout = call.options.timeout.unwrap_or(default_timeout);
+        let deadline = now + timeout;
+        let mut params = call.params;
+        let mut moved_deadline = None;
+        let progress = if call.options.progress.is_some()
+            || call.options.reset_timeout_on_progress.is_some()
+        {
+            // Our id doubles as the progress token: unique, and no second map to keep.
+            let mut object = match params.take() {
+                Some(Value::Object(map)) => map,
+                _ => serde_json::Map::new(),
+            };
+            let meta = object.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("progressToken".into(), json!(id));
+            }
+            params = Some(Value::Object(object));
+            let reset = call.options.reset_timeout_on_progress.map(|max_total| {
+                let (tx, rx) = watch::channel(deadline);
+                moved_deadline = Some(rx);
+                (tx, now + max_total.max(timeout))
+            });
+            Some(ProgressRoute {
+                recipient: call.options.progress,
+                reset,
+            })
+        } else {
+            None
+        };
+        let tool = (call.method == "tools/call")
+            .then(|| params.as_ref()?.get("name")?.as_str().map(str::to_owned))
+            .flatten();
+        let (reply, rx) = oneshot::channel();
+        let entry = CallEntry {
+            method: call.method.clone(),
+            params,
+            reply,
+            timeout,
+            retry: call.options.retry,
+            sends: 0,
+            sent: false,
+            tool,
+            progress,
+        };
+        let receipt = Receipt {
+            id,
+            rx,
+            deadline,
+            moved_deadline,
+            server: call.server,
+            method: call.method,
+            timeout,
+        };
+        (entry, receipt)
+    }
+
     /// Answers the caller. A caller that already gave up is not an error.
     pub fn answer(self, outcome: Result<Value, Error>) {
         let _ = self.reply.send(outcome);
@@ -82,31 +147,50 @@ pub(crate) struct Expire {
     pub id: u64,
 }
 
-/// The caller's side of one call.
-pub(crate) struct Waiter {
+/// The caller's side of one call, as the call table hands it out: the answer to come and the
+/// deadline, not yet tied to the actor that expires the call.
+pub(crate) struct Receipt {
     pub id: u64,
     pub rx: oneshot::Receiver<Result<Value, Error>>,
     pub deadline: Instant,
     /// Moves the deadline when progress restarts the timeout.
     pub moved_deadline: Option<watch::Receiver<Instant>>,
-    pub expire: Recipient<Expire>,
     pub server: String,
     pub method: String,
     pub timeout: Duration,
+}
+
+impl Receipt {
+    /// The future the caller awaits; `expire` is told when the deadline passes.
+    pub fn waiter(self, expire: Recipient<Expire>) -> Waiter {
+        Waiter {
+            receipt: self,
+            expire,
+        }
+    }
+}
+
+/// The caller's side of one call.
+pub(crate) struct Waiter {
+    receipt: Receipt,
+    expire: Recipient<Expire>,
 }
 
 impl Waiter {
     /// Waits for the answer, or for the deadline.
     pub async fn wait(self) -> Result<Value, Error> {
         let Waiter {
-            id,
-            mut rx,
-            mut deadline,
-            moved_deadline,
+            receipt:
+                Receipt {
+                    id,
+                    mut rx,
+                    mut deadline,
+                    moved_deadline,
+                    server,
+                    method,
+                    timeout,
+                },
             expire,
-            server,
-            method,
-            timeout,
         } = self;
         loop {
             tokio::select! {

@@ -1,8 +1,10 @@
 //! The actors: [`Supervisor`](supervisor::Supervisor) and [`ServerActor`](server::ServerActor),
 //! the messages they take, and what they report.
 
+pub(crate) mod call_table;
 pub(crate) mod calls;
 pub(crate) mod connect;
+pub(crate) mod gone;
 pub mod messages;
 pub mod server;
 pub mod status;

@@ -1,0 +1,854 @@
+//! The calls of one server, from the moment the actor takes them until each has its one
+//! answer: request ids, the queue of calls waiting for a connection, writing them out, and
+//! every way a call ends (answered, failed, expired, settled after a lost connection).
+//!
+//! It is its own room because it is the heart of "every call gets exactly one answer" and can
+//! be tested on its own: a plain struct with no actix context. The actor passes in what it
+//! knows (the connection's [`Outbound`], its [`Situation`], the time) and does what a method
+//! returns it must do next (e.g. [`AfterExpire::CheckLiveness`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool;
+use serde_json::{json, Value};
+
+use crate::actor::calls::{CallEntry, Receipt};
+use crate::actor::messages::Call;
+use crate::actor::status::Counters;
+use crate::config::Settings;
+use crate::error::Error;
+use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
+use crate::policy::state::{ConnectionMachine, ServerState};
+use crate::protocol::jsonrpc::{self, Id, RpcError};
+use crate::transport::Outbound;
+
+/// What the actor knows of its server right now: whether calls may be written, and what the
+/// errors of calls that cannot be say about why.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Situation<'a> {
+    pub state: &'a ServerState,
+    /// Connection attempts of the state machine, for `Unavailable` errors.
+    pub attempts: u32,
+    /// The last connection error, quoted in "not sent" errors.
+    pub last_error: Option<&'a Error>,
+}
+
+impl<'a> Situation<'a> {
+    /// The situation of the state machine `machine`, after `last_error`.
+    pub fn of(machine: &'a ConnectionMachine, last_error: Option<&'a Error>) -> Self {
+        Situation {
+            state: machine.state(),
+            attempts: machine.attempts(),
+            last_error,
+        }
+    }
+}
+
+/// What the actor must do after a call's deadline passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum AfterExpire {
+    /// Nothing: the call was already answered, or had never been written.
+    Nothing,
+    /// The call was written and got no answer: check that the server is still alive.
+    CheckLiveness,
+}
+
+/// The calls in flight or waiting of one server.
+pub(crate) struct CallTable {
+    server: Arc<str>,
+    call_timeout: Duration,
+    max_in_flight: usize,
+    /// Whether the server's tool annotations may be believed (see [`after_disconnect`]).
+    trusted: bool,
+    calls: HashMap<u64, CallEntry>,
+    /// Calls not yet written, oldest first (ids of calls since answered are skipped).
+    waiting: VecDeque<u64>,
+    next_id: u64,
+    /// What happened to calls; the actor adds its own counts when it reports.
+    counters: Counters,
+}
+
+impl CallTable {
+    /// An empty table for `server`, with its call timeout, call limit and trust.
+    pub fn new(server: Arc<str>, settings: &Settings) -> Self {
+        CallTable {
+            server,
+            call_timeout: settings.call_timeout,
+            max_in_flight: settings.max_in_flight,
+            trusted: settings.trusted,
+            calls: HashMap::new(),
+            waiting: VecDeque::new(),
+            next_id: 1,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Calls in flight or waiting.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The counts of what happened to calls (the actor's and transport's counters are zero).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The one place request ids are handed out.
+    fn allocate_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Registers a call and returns its caller's side: written at once if the server is Ready
+    /// and no older call waits, queued otherwise. Refused when the call is for another server,
+    /// the server is failed or stopped, or `max_in_flight` calls are already in the table.
+    pub fn start(
+        &mut self,
+        call: Call,
+        situation: &Situation,
+        outbound: Option<&Outbound>,
+        now: Instant,
+    ) -> Result<Receipt, Error> {
+        if call.server != *self.server {
+            return Err(Error::ServerNotFound {
+                server: call.server,
+            });
+        }
+        match situation.state {
+            ServerState::Failed { error } => {
+                return Err(Error::Unavailable {
+                    server: self.server.to_string(),
+                    reason: error.without_stderr(),
+                    attempts: situation.attempts,
+                    stderr_tail: error.stderr_tail().to_vec(),
+                })
+            }
+            ServerState::Stopped => {
+                return Err(Error::Stopped {
+                    server: self.server.to_string(),
+                })
+            }
+            _ => {}
+        }
+        if self.calls.len() >= self.max_in_flight {
+            return Err(Error::Overloaded {
+                server: self.server.to_string(),
+                limit: self.max_in_flight,
+            });
+        }
+        let id = self.allocate_id();
+        let (entry, receipt) = CallEntry::open(id, call, self.call_timeout, now);
+        self.calls.insert(id, entry);
+        if situation.state.is_ready() && self.waiting.is_empty() {
+            self.write(id, outbound);
+        } else {
+            self.waiting.push_back(id);
+            self.flush(situation, outbound);
+        }
+        Ok(receipt)
+    }
+
+    fn write(&mut self, id: u64, outbound: Option<&Outbound>) {
+        let (Some(outbound), Some(entry)) = (outbound, self.calls.get_mut(&id)) else {
+            return;
+        };
+        entry.sent = true;
+        entry.sends += 1;
+        if entry.sends > 1 {
+            self.counters.calls_resent += 1;
+        }
+        outbound.send(jsonrpc::request_line(
+            id,
+            &entry.method,
+            entry.params.as_ref(),
+        ));
+    }
+
+    /// Writes the waiting calls, oldest first, if the server is Ready on a connection.
+    pub fn flush(&mut self, situation: &Situation, outbound: Option<&Outbound>) {
+        if !situation.state.is_ready() || outbound.is_none() {
+            return;
+        }
+        while let Some(id) = self.waiting.pop_front() {
+            if self.calls.get(&id).is_some_and(|c| !c.sent) {
+                self.write(id, outbound);
+            }
+        }
+    }
+
+    /// Answers every waiting call: the server will not be Ready for them.
+    pub fn fail_waiting(&mut self, situation: &Situation) {
+        let ids: Vec<u64> = self.waiting.drain(..).collect();
+        for id in ids {
+            if let Some(entry) = self.calls.remove(&id) {
+                let reason = format!("the server is {}", situation.state.name());
+                let error = self.unanswered_error(&entry, &reason, situation);
+                self.counters.calls_failed += 1;
+                entry.answer(Err(error));
+            }
+        }
+    }
+
+    /// Answers every call still in the table: the server was stopped.
+    pub fn fail_all_stopped(&mut self, situation: &Situation) {
+        let ids: Vec<u64> = self.calls.keys().copied().collect();
+        for id in ids {
+            if let Some(entry) = self.calls.remove(&id) {
+                let error = self.unanswered_error(&entry, "the server was stopped", situation);
+                entry.answer(Err(error));
+            }
+        }
+    }
+
+    /// The error for a call that will get no answer: if it was ever written and may have an
+    /// effect, its outcome is unknown; otherwise nothing ran that matters.
+    fn unanswered_error(&self, entry: &CallEntry, reason: &str, situation: &Situation) -> Error {
+        if entry.sends > 0 && !is_safe_by_nature(&entry.method) {
+            Error::OutcomeUnknown {
+                server: self.server.to_string(),
+                method: entry.method.clone(),
+                reason: format!("it was sent before its connection broke, and {reason}"),
+            }
+        } else {
+            self.not_sent_error(situation)
+        }
+    }
+
+    /// The error for a call that never reached the server: safe to make again later.
+    fn not_sent_error(&self, situation: &Situation) -> Error {
+        let server = self.server.to_string();
+        match situation.state {
+            ServerState::Stopped => Error::Stopped { server },
+            state => {
+                let reason = match situation.last_error {
+                    Some(e) => format!(
+                        "the call was not sent: server is {} ({})",
+                        state.name(),
+                        e.without_stderr()
+                    ),
+                    None => format!("the call was not sent: server is {}", state.name()),
+                };
+                Error::Unavailable {
+                    server,
+                    reason,
+                    attempts: situation.attempts,
+                    stderr_tail: situation
+                        .last_error
+                        .map(|e| e.stderr_tail().to_vec())
+                        .unwrap_or_default(),
+                }
+            }
+        }
+    }
+
+    /// Whether call `id` is written on the current connection and not answered yet.
+    fn is_written(&self, id: u64) -> bool {
+        self.calls.get(&id).is_some_and(|c| c.sent)
+    }
+
+    /// The server answered request `id` with `result`.
+    pub fn on_response(&mut self, id: &Id, result: Value) {
+        match id.as_ours() {
+            Some(our) if self.is_written(our) => self.finish(our, Ok(result)),
+            _ => {
+                self.counters.unknown_responses += 1;
+                tracing::debug!(server = %self.server, id = %id, "response to no call in flight; ignored");
+            }
+        }
+    }
+
+    /// The server answered request `id` with a JSON-RPC error.
+    pub fn on_error_response(&mut self, id: &Id, error: RpcError) {
+        match id.as_ours() {
+            Some(our) if self.is_written(our) => {
+                let method = self
+                    .calls
+                    .get(&our)
+                    .map(|c| c.method.clone())
+                    .unwrap_or_default();
+                self.finish(
+                    our,
+                    Err(Error::Rpc {
+                        server: self.server.to_string(),
+                        method,
+                        code: error.code,
+                        message: error.message,
+                        data: error.data,
+                    }),
+                );
+            }
+            _ => {
+                self.counters.unknown_responses += 1;
+                tracing::debug!(server = %self.server, id = %id, "error response to no call in flight; ignored");
+            }
+        }
+    }
+
+    /// The transport could not deliver written call `id` and reports why.
+    pub fn fail_written(&mut self, id: u64, error: Error) {
+        if self.is_written(id) {
+            self.finish(id, Err(error));
+        }
+    }
+
+    fn finish(&mut self, id: u64, outcome: Result<Value, Error>) {
+        let Some(entry) = self.calls.remove(&id) else {
+            self.counters.unknown_responses += 1;
+            tracing::debug!(server = %self.server, id, "response to no call in flight; ignored");
+            return;
+        };
+        if outcome.is_ok() {
+            self.counters.calls_ok += 1;
+        } else {
+            self.counters.calls_failed += 1;
+        }
+        entry.answer(outcome);
+    }
+
+    /// Routes a `notifications/progress` to its call: the token is our request id (see
+    /// [`CallEntry::open`]).
+    pub fn on_progress(&self, params: &Value, now: Instant) {
+        let token = params.get("progressToken");
+        let id = token.and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()));
+        match id.and_then(|id| self.calls.get(&id)) {
+            Some(entry) => entry.on_progress(&self.server, params, now),
+            None => {
+                tracing::debug!(server = %self.server, token = ?token, "progress for no call in flight")
+            }
+        }
+    }
+
+    /// Call `id`'s deadline passed: its caller is answered now. A written call is also
+    /// cancelled on the server (through `outbound`, if the connection is still there), and the
+    /// actor is told to check the connection.
+    pub fn expire(
+        &mut self,
+        id: u64,
+        situation: &Situation,
+        outbound: Option<&Outbound>,
+    ) -> AfterExpire {
+        let Some(entry) = self.calls.remove(&id) else {
+            return AfterExpire::Nothing;
+        };
+        if !entry.sent {
+            self.waiting.retain(|w| *w != id);
+            self.counters.calls_failed += 1;
+            let error = self.unanswered_error(
+                &entry,
+                "its deadline passed before it could be re-sent",
+                situation,
+            );
+            entry.answer(Err(error));
+            return AfterExpire::Nothing;
+        }
+        self.counters.calls_timed_out += 1;
+        let method = entry.method.clone();
+        let timeout = entry.timeout;
+        entry.answer(Err(Error::Timeout {
+            server: self.server.to_string(),
+            method: method.clone(),
+            timeout,
+        }));
+        tracing::warn!(server = %self.server, method = %method, id, "call timed out; cancelling it on the server");
+        if let Some(outbound) = outbound {
+            let params = json!({ "requestId": id, "reason": "timed out" });
+            outbound.send(jsonrpc::notification_line(
+                "notifications/cancelled",
+                Some(&params),
+            ));
+            outbound.abandon(id);
+            self.counters.cancellations_sent += 1;
+        }
+        AfterExpire::CheckLiveness
+    }
+
+    /// Decides, call by call, what happens to the calls written on a connection that is going
+    /// away: back to the front of the queue to be re-sent on the next one, or answered now
+    /// (see [`after_disconnect`]). Only the calls in `only`, when given. `tools` is the cached
+    /// tool list, whose annotations a trusted server's `tools/call` may be re-sent on.
+    pub fn settle(&mut self, error: &Error, only: Option<&[u64]>, tools: &[Tool]) {
+        let mut in_flight: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(id, c)| c.sent && only.is_none_or(|ids| ids.contains(id)))
+            .map(|(id, _)| *id)
+            .collect();
+        in_flight.sort_unstable();
+        let mut resend = Vec::new();
+        for id in in_flight {
+            let Some(entry) = self.calls.get_mut(&id) else {
+                continue;
+            };
+            let hints = entry
+                .tool
+                .as_deref()
+                .and_then(|name| tool_hints(tools, name));
+            let verdict =
+                after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
+            if verdict == AfterDisconnect::Resend {
+                entry.sent = false;
+                resend.push(id);
+                continue;
+            }
+            let Some(entry) = self.calls.remove(&id) else {
+                continue;
+            };
+            let server = self.server.to_string();
+            let outcome = if verdict == AfterDisconnect::OutcomeUnknown {
+                Error::OutcomeUnknown {
+                    server,
+                    method: entry.method.clone(),
+                    reason: error.to_string(),
+                }
+            } else {
+                Error::Unavailable {
+                    server,
+                    reason: format!(
+                        "connection lost while the call was in flight: {}",
+                        error.without_stderr()
+                    ),
+                    attempts: 0,
+                    stderr_tail: error.stderr_tail().to_vec(),
+                }
+            };
+            self.counters.calls_failed += 1;
+            entry.answer(Err(outcome));
+        }
+        // Re-sent calls go first: they are the oldest.
+        for id in resend.into_iter().rev() {
+            self.waiting.push_front(id);
+        }
+    }
+
+    /// Calls the server never processed: they count as never written, and go first once a
+    /// connection is Ready again.
+    pub fn unsend(&mut self, ids: &[u64]) {
+        for id in ids.iter().rev() {
+            if let Some(entry) = self.calls.get_mut(id).filter(|c| c.sent) {
+                entry.sent = false;
+                entry.sends -= 1;
+                self.waiting.push_front(*id);
+            }
+        }
+    }
+}
+
+/// The annotations of cached tool `name`, if it has any.
+fn tool_hints(tools: &[Tool], name: &str) -> Option<ToolHints> {
+    let tool = tools.iter().find(|t| t.name == name)?;
+    let annotations = tool.annotations.as_ref()?;
+    Some(ToolHints {
+        read_only: annotations.read_only_hint.unwrap_or(false),
+        idempotent: annotations.idempotent_hint.unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::policy::retry::RetryPolicy;
+    use crate::transport::Outgoing;
+
+    fn table(settings: Settings) -> CallTable {
+        CallTable::new(Arc::from("demo"), &settings)
+    }
+
+    fn at(state: &ServerState) -> Situation<'_> {
+        Situation {
+            state,
+            attempts: 1,
+            last_error: None,
+        }
+    }
+
+    const RECONNECTING: ServerState = ServerState::Reconnecting {
+        attempt: 1,
+        retry_at: None,
+    };
+
+    /// A connection whose written messages the test reads back.
+    fn wire() -> (Outbound, mpsc::UnboundedReceiver<Outgoing>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbound(tx), rx)
+    }
+
+    /// What was written, as `(method, id)` of each line; `("abandon", id)` for an abandon.
+    fn written(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        while let Ok(item) = rx.try_recv() {
+            out.push(match item {
+                Outgoing::Line(line) => {
+                    let v: Value = serde_json::from_slice(&line).unwrap();
+                    let id = v.get("id").cloned().unwrap_or(Value::Null);
+                    (v["method"].as_str().unwrap().to_owned(), id)
+                }
+                Outgoing::Abandon(id) => ("abandon".to_owned(), json!(id)),
+            });
+        }
+        out
+    }
+
+    fn method(name: &str) -> Call {
+        Call::new("demo", name, None)
+    }
+
+    fn tool_call(tool: &str) -> Call {
+        Call::new("demo", "tools/call", Some(json!({ "name": tool })))
+    }
+
+    /// The answer a receipt holds, if any yet.
+    fn answer(receipt: &mut Receipt) -> Option<Result<Value, Error>> {
+        receipt.rx.try_recv().ok()
+    }
+
+    fn error_kind(receipt: &mut Receipt) -> Option<ErrorKind> {
+        match answer(receipt) {
+            Some(Err(e)) => Some(e.kind()),
+            other => panic!("expected an error answer, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_call_is_written_at_once_when_ready_and_waits_otherwise() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let first = calls
+            .start(
+                method("tools/list"),
+                &at(&ServerState::Ready),
+                Some(&out),
+                now,
+            )
+            .unwrap();
+        assert_eq!(
+            written(&mut rx),
+            [("tools/list".to_owned(), json!(first.id))]
+        );
+
+        let second = calls
+            .start(method("prompts/list"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        assert_eq!(second.id, first.id + 1);
+        assert!(written(&mut rx).is_empty());
+        calls.flush(&at(&ServerState::Ready), Some(&out));
+        assert_eq!(
+            written(&mut rx),
+            [("prompts/list".to_owned(), json!(second.id))]
+        );
+        assert_eq!(calls.len(), 2);
+    }
+
+    #[test]
+    fn after_a_loss_a_safe_method_waits_again_and_a_tool_call_is_outcome_unknown() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let mut list = calls
+            .start(method("tools/list"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let mut run = calls
+            .start(tool_call("counter"), &at(&ready), Some(&out), now)
+            .unwrap();
+        assert_eq!(written(&mut rx).len(), 2);
+
+        let lost = Error::connection("demo", "the server closed its stdout");
+        calls.settle(&lost, None, &[]);
+        assert!(
+            answer(&mut list).is_none(),
+            "tools/list waits for a re-send"
+        );
+        match answer(&mut run) {
+            Some(Err(Error::OutcomeUnknown { method, reason, .. })) => {
+                assert_eq!(method, "tools/call");
+                assert_eq!(reason, lost.to_string());
+            }
+            other => panic!("expected outcome_unknown, got {other:?}"),
+        }
+        assert_eq!(calls.counters().calls_failed, 1);
+        assert_eq!(calls.len(), 1);
+
+        // The next connection: the safe call is written again, and counted as re-sent.
+        let (out, mut rx) = wire();
+        calls.flush(&at(&ready), Some(&out));
+        assert_eq!(
+            written(&mut rx),
+            [("tools/list".to_owned(), json!(list.id))]
+        );
+        assert_eq!(calls.counters().calls_resent, 1);
+        calls.on_response(&Id::Number(list.id as i64), json!({ "tools": [] }));
+        assert_eq!(answer(&mut list).unwrap().unwrap(), json!({ "tools": [] }));
+        assert_eq!(calls.counters().calls_ok, 1);
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn a_safe_method_is_resent_only_once() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let mut list = calls
+            .start(
+                method("tools/list"),
+                &at(&ready),
+                Some(&out),
+                Instant::now(),
+            )
+            .unwrap();
+        let lost = Error::connection("demo", "gone");
+        calls.settle(&lost, None, &[]);
+        calls.flush(&at(&ready), Some(&out));
+        calls.settle(&lost, None, &[]);
+        assert_eq!(error_kind(&mut list), Some(ErrorKind::Unavailable));
+    }
+
+    #[test]
+    fn settle_with_only_some_ids_leaves_the_others_in_flight() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let mut hit = calls
+            .start(tool_call("a"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let mut kept = calls
+            .start(tool_call("b"), &at(&ready), Some(&out), now)
+            .unwrap();
+        calls.settle(
+            &Error::connection("demo", "stream cut"),
+            Some(&[hit.id]),
+            &[],
+        );
+        assert_eq!(error_kind(&mut hit), Some(ErrorKind::OutcomeUnknown));
+        assert!(answer(&mut kept).is_none());
+        calls.on_response(&Id::Number(kept.id as i64), json!({}));
+        assert!(answer(&mut kept).unwrap().is_ok());
+    }
+
+    #[test]
+    fn expire_of_an_unsent_call_says_it_was_not_sent_and_cancels_nothing() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let mut call = calls
+            .start(tool_call("counter"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        let last = Error::connection("demo", "the server closed its stdout");
+        let situation = Situation {
+            state: &RECONNECTING,
+            attempts: 2,
+            last_error: Some(&last),
+        };
+        assert_eq!(
+            calls.expire(call.id, &situation, Some(&out)),
+            AfterExpire::Nothing
+        );
+        match answer(&mut call) {
+            Some(Err(Error::Unavailable {
+                reason, attempts, ..
+            })) => {
+                assert!(
+                    reason.starts_with("the call was not sent: server is reconnecting ("),
+                    "{reason}"
+                );
+                assert_eq!(attempts, 2);
+            }
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+        assert!(written(&mut rx).is_empty());
+        assert_eq!(calls.counters().calls_failed, 1);
+        assert_eq!(calls.counters().cancellations_sent, 0);
+        assert_eq!(calls.len(), 0);
+        // It left the queue too: a later flush writes nothing.
+        calls.flush(&at(&ServerState::Ready), Some(&out));
+        assert!(written(&mut rx).is_empty());
+    }
+
+    #[test]
+    fn expire_of_a_written_call_cancels_it_and_asks_for_a_liveness_check() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let mut call = calls
+            .start(tool_call("hang"), &at(&ready), Some(&out), Instant::now())
+            .unwrap();
+        written(&mut rx);
+        assert_eq!(
+            calls.expire(call.id, &at(&ready), Some(&out)),
+            AfterExpire::CheckLiveness
+        );
+        assert_eq!(error_kind(&mut call), Some(ErrorKind::Timeout));
+        assert_eq!(
+            written(&mut rx),
+            [
+                ("notifications/cancelled".to_owned(), Value::Null),
+                ("abandon".to_owned(), json!(call.id)),
+            ]
+        );
+        assert_eq!(calls.counters().calls_timed_out, 1);
+        assert_eq!(calls.counters().cancellations_sent, 1);
+        // Already answered: a second expiry and a late reply change nothing.
+        assert_eq!(
+            calls.expire(call.id, &at(&ready), Some(&out)),
+            AfterExpire::Nothing
+        );
+        calls.on_response(&Id::Number(call.id as i64), json!({}));
+        assert_eq!(calls.counters().unknown_responses, 1);
+        assert_eq!(calls.counters().calls_ok, 0);
+    }
+
+    #[test]
+    fn unsent_calls_go_first_and_do_not_count_as_resent() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let a = calls
+            .start(tool_call("a"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let b = calls
+            .start(tool_call("b"), &at(&ready), Some(&out), now)
+            .unwrap();
+        let c = calls
+            .start(tool_call("c"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        written(&mut rx);
+
+        calls.unsend(&[a.id, b.id]);
+        calls.flush(&at(&ready), Some(&out));
+        let ids: Vec<Value> = written(&mut rx).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(ids, [json!(a.id), json!(b.id), json!(c.id)]);
+        assert_eq!(calls.counters().calls_resent, 0);
+    }
+
+    #[test]
+    fn calls_beyond_max_in_flight_are_overloaded() {
+        let mut calls = table(Settings {
+            max_in_flight: 1,
+            ..Settings::default()
+        });
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let first = calls
+            .start(method("ping"), &at(&ready), Some(&out), now)
+            .unwrap();
+        match calls.start(method("ping"), &at(&ready), Some(&out), now) {
+            Err(Error::Overloaded { limit, .. }) => assert_eq!(limit, 1),
+            Err(e) => panic!("expected overloaded, got {e:?}"),
+            Ok(_) => panic!("expected overloaded, got a call"),
+        }
+        calls.on_response(&Id::Number(first.id as i64), json!({}));
+        assert!(calls
+            .start(method("ping"), &at(&ready), Some(&out), now)
+            .is_ok());
+    }
+
+    #[test]
+    fn failed_stopped_and_unknown_servers_refuse_calls_at_once() {
+        let mut calls = table(Settings::default());
+        let now = Instant::now();
+        let failed = ServerState::Failed {
+            error: Error::connection("demo", "spawn failed"),
+        };
+        let kind = |r: Result<Receipt, Error>| r.err().map(|e| e.kind());
+        assert_eq!(
+            kind(calls.start(method("ping"), &at(&failed), None, now)),
+            Some(ErrorKind::Unavailable)
+        );
+        assert_eq!(
+            kind(calls.start(method("ping"), &at(&ServerState::Stopped), None, now)),
+            Some(ErrorKind::Stopped)
+        );
+        assert_eq!(
+            kind(calls.start(
+                Call::new("other", "ping", None),
+                &at(&ServerState::Ready),
+                None,
+                now
+            )),
+            Some(ErrorKind::ServerNotFound)
+        );
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn on_stop_a_written_tool_call_is_outcome_unknown_and_a_waiting_one_stopped() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let now = Instant::now();
+        let mut sent = calls
+            .start(tool_call("a"), &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let mut queued = calls
+            .start(tool_call("b"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        calls.fail_all_stopped(&at(&ServerState::Stopped));
+        assert_eq!(error_kind(&mut sent), Some(ErrorKind::OutcomeUnknown));
+        assert_eq!(error_kind(&mut queued), Some(ErrorKind::Stopped));
+        assert_eq!(calls.len(), 0);
+    }
+
+    #[test]
+    fn fail_waiting_answers_only_the_waiting_calls() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let now = Instant::now();
+        let mut sent = calls
+            .start(method("ping"), &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let mut queued = calls
+            .start(method("ping"), &at(&RECONNECTING), None, now)
+            .unwrap();
+        let failed = ServerState::Failed {
+            error: Error::connection("demo", "gave up"),
+        };
+        calls.fail_waiting(&at(&failed));
+        assert_eq!(error_kind(&mut queued), Some(ErrorKind::Unavailable));
+        assert!(answer(&mut sent).is_none());
+        assert_eq!(calls.counters().calls_failed, 1);
+    }
+
+    #[test]
+    fn progress_carries_our_id_as_token_and_moves_the_deadline_within_the_total() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let now = Instant::now();
+        let call = tool_call("slow")
+            .timeout(Duration::from_secs(10))
+            .reset_timeout_on_progress(Duration::from_secs(15))
+            .retry(RetryPolicy::Never);
+        let receipt = calls
+            .start(call, &at(&ServerState::Ready), Some(&out), now)
+            .unwrap();
+        let Ok(Outgoing::Line(line)) = rx.try_recv() else {
+            panic!("the call was not written")
+        };
+        let sent: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(sent["params"]["_meta"]["progressToken"], json!(receipt.id));
+        assert_eq!(receipt.deadline, now + Duration::from_secs(10));
+
+        let moved = receipt.moved_deadline.as_ref().unwrap();
+        let token = receipt.id.to_string(); // a string token is ours too
+        calls.on_progress(
+            &json!({ "progressToken": token, "progress": 1 }),
+            now + Duration::from_secs(2),
+        );
+        assert_eq!(*moved.borrow(), now + Duration::from_secs(12));
+        calls.on_progress(
+            &json!({ "progressToken": receipt.id, "progress": 2 }),
+            now + Duration::from_secs(8),
+        );
+        assert_eq!(*moved.borrow(), now + Duration::from_secs(15));
+    }
+}

@@ -1,0 +1,78 @@
+//! What the server sends on a live connection, routed: answers to the call table, requests to
+//! the application's handler, notifications to the call they concern (progress) or out as
+//! [`ServerEvent`]s. Its own room so that the actor's loop reads "a message came" and this file
+//! says where each kind goes.
+
+use std::time::Instant;
+
+use actix::prelude::*;
+use serde_json::Value;
+
+use super::ServerActor;
+use crate::actor::connect::answer_server_request;
+use crate::actor::messages::ServerEvent;
+use crate::protocol::jsonrpc::Inbound;
+
+impl ServerActor {
+    pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
+        match message {
+            Inbound::Response { id, result } => self.calls.on_response(&id, result),
+            Inbound::Error {
+                id: Some(id),
+                error,
+            } => self.calls.on_error_response(&id, error),
+            Inbound::Error { id: None, error } => {
+                tracing::warn!(server = %self.name, code = error.code, message = %error.message, "server reported an error it could not attribute to a request");
+            }
+            Inbound::Request { id, method, params } => {
+                if let Some(live) = &self.live {
+                    answer_server_request(
+                        self.name.clone(),
+                        self.request_handler.clone(),
+                        live.outbound.clone(),
+                        id,
+                        method,
+                        params,
+                    );
+                }
+            }
+            Inbound::Notification { method, params } => self.on_notification(method, params, ctx),
+        }
+    }
+
+    fn on_notification(&mut self, method: String, params: Option<Value>, ctx: &mut Context<Self>) {
+        let server = self.name.to_string();
+        match method.as_str() {
+            "notifications/progress" => {
+                let Some(params) = params else { return };
+                self.calls.on_progress(&params, Instant::now());
+            }
+            "notifications/tools/list_changed" => self.schedule_tools_refresh(ctx),
+            "notifications/resources/updated" => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                match uri {
+                    Some(uri) => self.emit(ServerEvent::ResourceUpdated {
+                        server,
+                        uri: uri.to_owned(),
+                    }),
+                    None => {
+                        tracing::warn!(server = %server, "resources/updated without a uri; ignored")
+                    }
+                }
+            }
+            "notifications/message" => {
+                let params = params.unwrap_or(Value::Null);
+                tracing::debug!(server = %server, params = %params, "server log message");
+                self.emit(ServerEvent::Log { server, params });
+            }
+            _ => self.emit(ServerEvent::Notification {
+                server,
+                method,
+                params,
+            }),
+        }
+    }
+}
