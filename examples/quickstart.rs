@@ -1,7 +1,7 @@
 //! Quickstart: supervise one MCP server, break it, and watch it come back.
 //!
 //! Run it with `cargo run --example quickstart`; nothing needs installing. The server is the
-//! in-tree demo server (`src/bin/mcp-demo-server.rs`), compiled into this example: started with
+//! in-tree demo server (`src/bin/mcp-demo-server/`), compiled into this example: started with
 //! `--demo-server`, this binary *is* the server, and the supervisor runs it as a child process.
 //!
 //! What it shows, in order:
@@ -20,7 +20,7 @@
 // The demo server's source, compiled in as a module. Its `//!` header becomes this module's
 // documentation, and everything in it is reached from its `main`, so it compiles without
 // warnings as it is.
-#[path = "../src/bin/mcp-demo-server.rs"]
+#[path = "../src/bin/mcp-demo-server/main.rs"]
 mod demo_server;
 
 use std::collections::HashMap;

@@ -1,0 +1,80 @@
+//! The tool catalogue: names, descriptions, schemas and hints, in listing order, and
+//! `tools/list` over it.
+//!
+//! The hints matter to the supervisor (they decide what may be re-sent after a crash), so the
+//! listing is kept in one place where it can be read against the tools' actual behaviour.
+
+use serde_json::{json, Value};
+
+use super::super::jsonrpc::{Args, Reply};
+use super::super::lock;
+use super::super::pagination;
+use super::super::server::Server;
+
+impl Server {
+    pub(crate) fn list_tools(&self, params: &Args) -> Reply {
+        let tools = tool_definitions(lock(&self.state).extra_tool);
+        pagination::page("tools", &tools, params, self.config.page_size)
+    }
+}
+
+/// The tools in listing order; `extra` only exists after `notify {kind: "tools_changed"}`.
+fn tool_definitions(with_extra: bool) -> Vec<Value> {
+    let mut tools = vec![
+        json!({ "name": "echo", "description": "Echoes the text back.",
+            "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } },
+                             "required": ["text"] },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "add", "description": "Adds two numbers.",
+            "inputSchema": { "type": "object", "required": ["a", "b"],
+                             "properties": { "a": { "type": "number" }, "b": { "type": "number" } } },
+            "outputSchema": { "type": "object", "properties": { "sum": { "type": "number" } },
+                              "required": ["sum"] },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "slow", "description": "Waits, reporting progress after each step.",
+            "inputSchema": { "type": "object", "properties": {
+                "seconds": { "type": "number", "minimum": 0, "default": 1 },
+                "steps": { "type": "integer", "minimum": 0, "default": 5 } } },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "counter",
+            "description": "Increments a persistent counter (NOT idempotent); can crash or delay.",
+            "inputSchema": { "type": "object", "properties": {
+                "delay_ms": { "type": "integer", "minimum": 0, "default": 0 },
+                "crash": { "type": "boolean", "default": false } } },
+            "outputSchema": { "type": "object", "properties": { "count": { "type": "integer" } },
+                              "required": ["count"] },
+            "annotations": { "readOnlyHint": false, "destructiveHint": false,
+                             "idempotentHint": false } }),
+        json!({ "name": "touch", "description": "Records a touch; safe to repeat.",
+            "inputSchema": { "type": "object", "properties": {} },
+            "annotations": { "readOnlyHint": false, "destructiveHint": false,
+                             "idempotentHint": true } }),
+        json!({ "name": "hang", "description": "Never answers.",
+            "inputSchema": { "type": "object", "properties": {} },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "ask_client",
+            "description": "Sends a request to the client and returns its response.",
+            "inputSchema": { "type": "object", "required": ["method"], "properties": {
+                "method": { "type": "string" }, "params": { "type": "object" } } },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "notify", "description": "Sends a notification to the client.",
+            "inputSchema": { "type": "object", "required": ["kind"], "properties": {
+                "kind": { "type": "string", "enum": ["tools_changed", "log", "resource_updated"] } } },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "long_line", "description": "Writes one huge non-JSON line to stdout.",
+            "inputSchema": { "type": "object", "required": ["bytes"], "properties": {
+                "bytes": { "type": "integer", "minimum": 0 } } },
+            "annotations": { "readOnlyHint": true } }),
+        json!({ "name": "garbage", "description": "Writes non-JSON lines to stdout.",
+            "inputSchema": { "type": "object", "properties": {} },
+            "annotations": { "readOnlyHint": true } }),
+    ];
+    if with_extra {
+        tools.push(
+            json!({ "name": "extra", "description": "Appears after tools_changed.",
+            "inputSchema": { "type": "object", "properties": {} },
+            "annotations": { "readOnlyHint": true } }),
+        );
+    }
+    tools
+}
