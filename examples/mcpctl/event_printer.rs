@@ -1,0 +1,90 @@
+//! The event printer: one line per supervisor event, with the UTC time, for `watch` and for
+//! the events that arrive while a watch shuts down.
+//!
+//! Its own room because it keeps state (each server's last state, to show transitions) and
+//! knows every kind of [`ServerEvent`], which no other part of mcpctl needs to.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mcp_supervisor::ServerEvent;
+use serde_json::Value;
+
+/// Prints events for `watch`, one line each, with the UTC time.
+pub(crate) struct EventPrinter {
+    /// Width of the server name column.
+    width: usize,
+    /// Each server's last state, to show transitions.
+    states: HashMap<String, &'static str>,
+}
+
+impl EventPrinter {
+    pub(crate) fn new(width: usize) -> Self {
+        EventPrinter {
+            width,
+            states: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn print(&mut self, event: &ServerEvent) {
+        let prefix = format!("{} {:<w$}  ", utc_now(), event.server(), w = self.width);
+        let indent = " ".repeat(prefix.chars().count());
+        let text = self.describe(event).replace('\n', &format!("\n{indent}"));
+        println!("{prefix}{text}");
+    }
+
+    fn describe(&mut self, event: &ServerEvent) -> String {
+        match event {
+            ServerEvent::StateChanged {
+                server,
+                state,
+                message,
+            } => {
+                let now = state.name();
+                match self.states.insert(server.clone(), now) {
+                    Some(before) => format!("{before} → {now}: {message}"),
+                    None => format!("{now}: {message}"),
+                }
+            }
+            ServerEvent::ToolsChanged { added, removed, .. } => {
+                let added = added.iter().map(|t| format!("+{t}"));
+                let removed = removed.iter().map(|t| format!("-{t}"));
+                let all: Vec<String> = added.chain(removed).collect();
+                format!("tools changed: {}", all.join(" "))
+            }
+            ServerEvent::ResourceUpdated { uri, .. } => format!("resource updated: {uri}"),
+            ServerEvent::Log { params, .. } => log_text(params),
+            ServerEvent::Notification { method, params, .. } => match params {
+                Some(params) => format!("notification {method} {params}"),
+                None => format!("notification {method}"),
+            },
+            // Events added in later versions.
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// `log <level> [<logger>]: <data>` from `notifications/message` params.
+fn log_text(params: &Value) -> String {
+    let level = params.get("level").and_then(Value::as_str).unwrap_or("?");
+    let logger = params
+        .get("logger")
+        .and_then(Value::as_str)
+        .map_or(String::new(), |l| format!(" [{l}]"));
+    let data = match params.get("data") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    format!("log {level}{logger}: {data}")
+}
+
+/// `HH:MM:SS.mmmZ`, the time of day in UTC.
+fn utc_now() -> String {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since_epoch.as_secs() % 86_400;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    format!("{h:02}:{m:02}:{s:02}.{:03}Z", since_epoch.subsec_millis())
+}

@@ -1,0 +1,241 @@
+//! What mcpctl prints for people and scripts: the status table, the tool lists, the line for
+//! each call outcome (human or JSON), and the text of a tool's content.
+//!
+//! Its own room so that the commands say what to show and this file how it looks; every
+//! format a script may parse (the table's columns, `call --json`'s keys) is defined here.
+
+use std::time::Duration;
+
+use mcp_supervisor::{Error, ServerStatus};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use serde_json::{json, Value};
+
+/// Longest "last error" shown in the status table, in characters.
+const ERROR_WIDTH: usize = 90;
+/// Longest tool description shown by `tools`, in characters.
+const DESCRIPTION_WIDTH: usize = 64;
+
+pub(crate) fn print_status_table(statuses: &[ServerStatus]) {
+    let header = [
+        "NAME",
+        "TRANSPORT",
+        "STATE",
+        "PROTOCOL",
+        "TOOLS",
+        "LAST ERROR",
+    ];
+    let rows: Vec<Vec<String>> = statuses
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.transport.to_owned(),
+                s.state.name().to_owned(),
+                s.protocol_version.clone().unwrap_or_else(|| "-".into()),
+                s.tool_count().to_string(),
+                s.last_error.as_ref().map_or("-".into(), short_error),
+            ]
+        })
+        .collect();
+    print_table(&header, &rows);
+}
+
+/// Left-aligned columns two spaces apart; the last one is not padded.
+fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out
+    };
+    println!("{}", line(header.to_vec()));
+    for row in rows {
+        println!("{}", line(row.iter().map(String::as_str).collect()));
+    }
+}
+
+/// The first line of an error, without the stderr tail announcement, shortened.
+fn short_error(error: &Error) -> String {
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    shorten(first.trim_end_matches("; last stderr lines:"), ERROR_WIDTH)
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+pub(crate) fn print_tools(status: &ServerStatus) {
+    let state = status.state.name();
+    if !status.state.is_ready() {
+        let why = status
+            .last_error
+            .as_ref()
+            .map_or(String::new(), |e| format!(": {}", short_error(e)));
+        println!("{} ({}, {state}){why}", status.name, status.transport);
+        return;
+    }
+    println!(
+        "{} ({}, {state}, {} tools)",
+        status.name,
+        status.transport,
+        status.tool_count()
+    );
+    let rows: Vec<[String; 3]> = status
+        .tools
+        .iter()
+        .map(|tool| [tool.name.to_string(), hints(tool), description(tool)])
+        .collect();
+    let name_width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let hint_width = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, hints, description] in rows {
+        let line = format!("  {name:<name_width$}  {hints:<hint_width$}  {description}");
+        println!("{}", line.trim_end());
+    }
+}
+
+/// The hints a tool's annotations declare, e.g. `read-only, idempotent`; `-` if none. Only what
+/// a hint says beyond the spec's defaults is shown: `destructive` or `non-destructive` (which
+/// only matter for a tool that is not read-only), `idempotent`, `open-world`.
+fn hints(tool: &Tool) -> String {
+    let Some(a) = tool.annotations.as_ref() else {
+        return "-".into();
+    };
+    let effect = match (a.read_only_hint, a.destructive_hint) {
+        (Some(true), _) => Some("read-only"),
+        (_, Some(true)) => Some("destructive"),
+        (_, Some(false)) => Some("non-destructive"),
+        (_, None) => None,
+    };
+    let declared: Vec<&str> = [
+        effect,
+        a.idempotent_hint.filter(|&b| b).map(|_| "idempotent"),
+        a.open_world_hint.filter(|&b| b).map(|_| "open-world"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if declared.is_empty() {
+        "-".into()
+    } else {
+        declared.join(", ")
+    }
+}
+
+fn description(tool: &Tool) -> String {
+    let text = tool.description.as_deref().unwrap_or_default();
+    shorten(
+        text.lines().next().unwrap_or_default().trim(),
+        DESCRIPTION_WIDTH,
+    )
+}
+
+/// `{"seq":1,"ok":true,"ms":12,"result":{...}}` or
+/// `{"seq":2,"ok":false,"ms":1000,"error":{"kind":"timeout","message":"..."}}`, keys in that
+/// order whatever serde_json's map ordering.
+pub(crate) fn json_line(seq: u32, ms: u64, outcome: &Result<CallToolResult, Error>) -> String {
+    match outcome {
+        Ok(result) => {
+            let result = serde_json::to_string(result)
+                .unwrap_or_else(|e| json!({ "unserializable": e.to_string() }).to_string());
+            format!(r#"{{"seq":{seq},"ok":true,"ms":{ms},"result":{result}}}"#)
+        }
+        Err(e) => {
+            let kind = Value::from(e.code());
+            let message = Value::from(e.to_string());
+            format!(
+                r#"{{"seq":{seq},"ok":false,"ms":{ms},"error":{{"kind":{kind},"message":{message}}}}}"#
+            )
+        }
+    }
+}
+
+/// The result's text, `tool error: <text>`, or `error <kind>: <message>`; prefixed with the
+/// sequence number and duration when the call is repeated.
+pub(crate) fn human_line(
+    seq: u32,
+    ms: u64,
+    outcome: &Result<CallToolResult, Error>,
+    numbered: bool,
+) -> String {
+    let body = match outcome {
+        Ok(result) if result.is_error == Some(true) => format!("tool error: {}", text(result)),
+        Ok(result) => text(result),
+        Err(e) => format!("error {}: {e}", e.code()),
+    };
+    if numbered {
+        let prefix = format!("#{seq} {ms}ms ");
+        let indent = " ".repeat(prefix.len());
+        format!("{prefix}{}", body.replace('\n', &format!("\n{indent}")))
+    } else {
+        body
+    }
+}
+
+/// The content of a tool result for people: text as is, other blocks as a one-line summary.
+fn text(result: &CallToolResult) -> String {
+    let parts: Vec<String> = result.content.iter().map(content_text).collect();
+    if !parts.is_empty() {
+        return parts.join("\n");
+    }
+    match &result.structured_content {
+        Some(value) => value.to_string(),
+        None => "(empty result)".into(),
+    }
+}
+
+fn content_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(i) => format!("[image {}, {} bytes]", i.mime_type, base64_len(&i.data)),
+        ContentBlock::Audio(a) => format!("[audio {}, {} bytes]", a.mime_type, base64_len(&a.data)),
+        ContentBlock::Resource(r) => resource_text(&r.resource),
+        ContentBlock::ResourceLink(link) => format!("[link {} {}]", link.name, link.uri),
+        // Content types added in later versions.
+        other => serde_json::to_string(other).unwrap_or_else(|_| "[content]".into()),
+    }
+}
+
+fn resource_text(resource: &ResourceContents) -> String {
+    match resource {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            format!("[resource {uri}]\n{text}")
+        }
+        ResourceContents::BlobResourceContents { uri, blob, .. } => {
+            format!("[resource {uri}, {} bytes]", base64_len(blob))
+        }
+        // Kinds added in later versions.
+        other => serde_json::to_string(other).unwrap_or_else(|_| "[resource]".into()),
+    }
+}
+
+/// Decoded size of base64 data.
+fn base64_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
+}
+
+/// `30s` or `1500ms`, as durations are written on the command line.
+pub(crate) fn show_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
