@@ -1,0 +1,48 @@
+//! The sizes of a run: how many repetitions, calls and servers a quick and a full run use.
+//! Apart from the orchestration, so that the numbers a reader tunes are in one place.
+
+/// What to measure, and how much of it.
+pub(crate) struct Plan {
+    pub(crate) quick: bool,
+    pub(crate) pin: bool,
+    pub(crate) reps: usize,
+    pub(crate) warmup: usize,
+    pub(crate) serial: usize,
+    pub(crate) concurrent: usize,
+    pub(crate) kills: usize,
+    pub(crate) http_reps: usize,
+    pub(crate) http_serial: usize,
+    pub(crate) scale: usize,
+}
+
+impl Plan {
+    pub(crate) fn new(quick: bool, pin: bool) -> Self {
+        if quick {
+            Plan {
+                quick,
+                pin,
+                reps: 2,
+                warmup: 500,
+                serial: 2_000,
+                concurrent: 10_048,
+                kills: 3,
+                http_reps: 1,
+                http_serial: 300,
+                scale: 100,
+            }
+        } else {
+            Plan {
+                quick,
+                pin,
+                reps: 5,
+                warmup: 2_000,
+                serial: 20_000,
+                concurrent: 100_032, // a multiple of 64 callers
+                kills: 20,
+                http_reps: 3,
+                http_serial: 5_000,
+                scale: 1_000,
+            }
+        }
+    }
+}
