@@ -52,26 +52,48 @@
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum and its stable kind codes.
-//! - [`config`]: [`ServerConfig`], [`Settings`], and the `mcpServers` JSON loader.
+//! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
+//!   overrides, declared once), the transports' configs and what of them may be logged,
+//!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` JSON loader.
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
 //!   future protocol revisions).
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
-//!   that makes every connect/retry/give-up decision.
+//!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
+//!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
-//!   capture, batched writes, process-group shutdown), and `http`, Streamable HTTP over awc
-//!   (sessions, SSE answers and their resumption, the GET stream, DELETE on shutdown). Both
-//!   hand the actor the same event stream.
+//!   capture, batched writes, process-group shutdown), and `http`, Streamable HTTP over awc:
+//!   `client` (the awc client and its TLS config), `request` (every request with its headers,
+//!   and the session id they carry), `send` (one POST per message, requests concurrent and
+//!   abortable), `answer` (what an answer's status means), `stream` (SSE answers and their
+//!   resumption with `Last-Event-ID`), `listen` (the GET stream); its `mod.rs` holds `connect`
+//!   and the handle that DELETEs the session on shutdown. Both transports hand the actor the
+//!   same event stream.
 //! - [`actor`]: [`messages`](actor::messages), [`status`](actor::status),
-//!   [`server`](actor::server) (the [`ServerActor`], which carries out the state machine's
-//!   actions) and [`supervisor`](actor::supervisor). Internally, `calls` (the per-call
-//!   bookkeeping and the caller's deadline) and `connect` (one connection attempt: spawn,
-//!   handshake, tool list, re-subscribe).
+//!   [`server`](actor::server) (the [`ServerActor`]: its state-machine loop, connecting and
+//!   disconnecting, and message handlers that route into its parts `inbound`, `tools`,
+//!   `liveness`, `subscriptions` and `call_handlers`) and [`supervisor`](actor::supervisor).
+//!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, expiry,
+//!   settling after a lost connection; no actix, tested on its own), `calls` (one call's entry
+//!   and the caller's deadline), `connect` (one connection attempt: spawn, handshake, tool list,
+//!   re-subscribe) and `gone` (the notice the supervisor gets when an actor is dropped, panics
+//!   included).
 //!
-//! The binary `mcp-demo-server` is an MCP server with fault switches, used by the tests and the
-//! quickstart example.
+//! Beside the library:
+//!
+//! - The binary `mcp-demo-server` (`src/bin/mcp-demo-server/`) is an MCP server with fault
+//!   switches, used by the tests and the quickstart example (which compiles it in as a
+//!   module): its MCP plumbing (`server`, `jsonrpc`, `out`, `lifecycle`, `pagination`,
+//!   `resources`) apart from `tools/` and from `faults`, every env-driven misbehaviour in one
+//!   room. `mcp-echo-server` is the benchmark's minimal server.
+//! - `examples/mcpctl/`, a command-line client: `cli` (the clap commands), `session`,
+//!   `commands` (one method per command), `output` and `event_printer`.
+//! - `benches/overhead/` (`cargo bench --bench overhead`): one module per measured thing
+//!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`) and shared
+//!   helpers for load, statistics, `/proc` figures and the report.
+//! - `fuzz/`: cargo-fuzz targets for the parsers; their checks also run in `cargo test`.
 
 #![warn(missing_docs)]
 
