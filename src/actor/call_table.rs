@@ -21,7 +21,7 @@ use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
 use crate::policy::state::{ConnectionMachine, ServerState};
-use crate::protocol::jsonrpc::{self, Id, RpcError};
+use crate::protocol::jsonrpc::{self, Id, RequestIds, RpcError};
 use crate::transport::Outbound;
 
 /// What the actor knows of its server right now: whether calls may be written, and what the
@@ -66,14 +66,16 @@ pub(crate) struct CallTable {
     calls: HashMap<u64, CallEntry>,
     /// Calls not yet written, oldest first (ids of calls since answered are skipped).
     waiting: VecDeque<u64>,
-    next_id: u64,
+    /// Shared with the handshake of every connection (see [`RequestIds`]).
+    ids: RequestIds,
     /// What happened to calls; the actor adds its own counts when it reports.
     counters: Counters,
 }
 
 impl CallTable {
-    /// An empty table for `server`, with its call timeout, call limit and trust.
-    pub fn new(server: Arc<str>, settings: &Settings) -> Self {
+    /// An empty table for `server`, with its call timeout, call limit and trust; its requests
+    /// take their ids from `ids`.
+    pub fn new(server: Arc<str>, settings: &Settings, ids: RequestIds) -> Self {
         CallTable {
             server,
             call_timeout: settings.call_timeout,
@@ -81,7 +83,7 @@ impl CallTable {
             trusted: settings.trusted,
             calls: HashMap::new(),
             waiting: VecDeque::new(),
-            next_id: 1,
+            ids,
             counters: Counters::default(),
         }
     }
@@ -94,13 +96,6 @@ impl CallTable {
     /// The counts of what happened to calls (the actor's and transport's counters are zero).
     pub fn counters(&self) -> &Counters {
         &self.counters
-    }
-
-    /// The one place request ids are handed out.
-    fn allocate_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
     }
 
     /// Registers a call and returns its caller's side: written at once if the server is Ready
@@ -140,7 +135,7 @@ impl CallTable {
                 limit: self.max_in_flight,
             });
         }
-        let id = self.allocate_id();
+        let id = self.ids.next();
         let (entry, receipt) = CallEntry::open(id, call, self.call_timeout, now);
         self.calls.insert(id, entry);
         if situation.state.is_ready() && self.waiting.is_empty() {
@@ -459,7 +454,7 @@ mod tests {
     use crate::transport::Outgoing;
 
     fn table(settings: Settings) -> CallTable {
-        CallTable::new(Arc::from("demo"), &settings)
+        CallTable::new(Arc::from("demo"), &settings, RequestIds::default())
     }
 
     fn at(state: &ServerState) -> Situation<'_> {
@@ -546,6 +541,32 @@ mod tests {
             [("prompts/list".to_owned(), json!(second.id))]
         );
         assert_eq!(calls.len(), 2);
+    }
+
+    #[test]
+    fn calls_never_reuse_an_id_the_handshake_took() {
+        let ids = RequestIds::default();
+        let handshake = [ids.next(), ids.next()]; // initialize, tools/list
+        let mut calls = CallTable::new(Arc::from("demo"), &Settings::default(), ids.clone());
+        let (out, mut rx) = wire();
+        let mut receipt = calls
+            .start(
+                method("ping"),
+                &at(&ServerState::Ready),
+                Some(&out),
+                Instant::now(),
+            )
+            .unwrap();
+        assert!(!handshake.contains(&receipt.id));
+        assert_eq!(written(&mut rx), [("ping".to_owned(), json!(receipt.id))]);
+        // A late duplicate of a handshake answer finds no call.
+        calls.on_response(&Id::Number(handshake[1] as i64), json!({"tools": []}));
+        assert!(answer(&mut receipt).is_none());
+        assert_eq!(calls.counters().unknown_responses, 1);
+        assert!(
+            ids.next() > handshake[1] + 1,
+            "the next connection goes on counting"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::actor::messages::ServerRequest;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
+use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle;
 use crate::transport::{http, stdio, Connection, Outbound, SkipCounters, TransportEvent};
 
@@ -36,6 +36,9 @@ pub(crate) struct Attempt {
     pub client_capabilities: Value,
     pub request_handler: Option<Recipient<ServerRequest>>,
     pub skips: Arc<SkipCounters>,
+    /// The server's request ids, shared with its call table: the handshake's ids are never
+    /// used again on the connection it hands over.
+    pub ids: RequestIds,
 }
 
 impl Attempt {
@@ -64,7 +67,6 @@ impl Attempt {
         let mut session = Handshake {
             attempt: &self,
             connection,
-            next_id: 0,
         };
         let params = lifecycle::initialize_params(&self.client_capabilities);
         let result = session.request("initialize", Some(params)).await?;
@@ -119,13 +121,11 @@ impl Attempt {
 struct Handshake<'a> {
     attempt: &'a Attempt,
     connection: Connection,
-    next_id: u64,
 }
 
 impl Handshake<'_> {
     async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.attempt.ids.next();
         let server = &self.attempt.server;
         self.connection
             .outbound

@@ -29,6 +29,7 @@ use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
+use crate::protocol::jsonrpc::RequestIds;
 use crate::transport::{Closer, Outbound, SkipCounters, TransportEvent};
 
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
@@ -76,6 +77,8 @@ pub struct ServerActor {
     attempt_seq: u64,
     attempt: Option<SpawnHandle>,
     calls: CallTable,
+    /// The request ids of every connection: the handshake's and the call table's.
+    ids: RequestIds,
     init: Option<InitializeResult>,
     tools: Vec<Tool>,
     subscriptions: BTreeSet<String>,
@@ -99,8 +102,10 @@ impl ServerActor {
     pub fn new(config: ServerConfig, global: &Settings) -> Self {
         let settings = config.settings(global);
         let name: Arc<str> = Arc::from(config.name());
+        let ids = RequestIds::default();
         ServerActor {
-            calls: CallTable::new(name.clone(), &settings),
+            calls: CallTable::new(name.clone(), &settings, ids.clone()),
+            ids,
             name,
             machine: ConnectionMachine::new(
                 MachinePolicy::new(&settings, config.transport()),
@@ -180,6 +185,7 @@ impl ServerActor {
             client_capabilities: self.client_capabilities.clone(),
             request_handler: self.request_handler.clone(),
             skips: self.skips.clone(),
+            ids: self.ids.clone(),
         };
         tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
         let handle = ctx.spawn(

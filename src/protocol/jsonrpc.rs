@@ -41,6 +41,20 @@ impl std::fmt::Display for Id {
     }
 }
 
+/// Hands out the request ids of one server. Every request on its connections (the handshake,
+/// calls, liveness pings, tool-list refreshes) takes the next one, so no id is ever used twice:
+/// a late or duplicated answer can match nothing but the request it was for. Clones share the
+/// sequence.
+#[derive(Debug, Clone, Default)]
+pub struct RequestIds(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl RequestIds {
+    /// The next unused id.
+    pub fn next(&self) -> u64 {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// The error member of a JSON-RPC error response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcError {

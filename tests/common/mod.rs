@@ -31,6 +31,12 @@ pub fn demo(name: &str, dir: &Path) -> ServerConfig {
         )
 }
 
+/// The scriptable hostile server (`src/bin/mcp-hostile-server.rs`) running `script`.
+pub fn hostile(name: &str, script: serde_json::Value) -> ServerConfig {
+    ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcp-hostile-server"))
+        .env("HOSTILE_SCRIPT", script.to_string())
+}
+
 /// Settings that keep the tests quick: a short ping timeout and shutdown grace.
 pub fn quick_settings() -> Settings {
     let mut s = Settings::default();

@@ -1,0 +1,315 @@
+//! A scriptable, misbehaving MCP server over stdio, for the hostile-server test suite
+//! (`tests/hostile/`). Where the demo server has a fixed set of fault switches, this one does
+//! whatever the test's script says, one action at a time, so that each hostile case is a few
+//! lines of JSON in its test rather than a new mode here.
+//!
+//! The script comes in the environment variable `HOSTILE_SCRIPT`:
+//!
+//! ```json
+//! {
+//!   "on_start": [ ...actions, before reading anything... ],
+//!   "after_initialized": [ ...actions, when `notifications/initialized` arrives... ],
+//!   "rules": [
+//!     {"method": "tools/list", "nth": 1, "do": [ ...actions... ]},
+//!     {"method": "tools/call", "from": 2, "do": [ ...actions... ]}
+//!   ]
+//! }
+//! ```
+//!
+//! For each message, the first rule whose `method` matches (and `nth`: only the n-th message of
+//! that method, or `from`: the n-th and later, counting from 1) runs its actions; with none, the
+//! server behaves like a plain, well-behaved server (see [`default_reply`]). Actions:
+//!
+//! - `{"reply": RESULT}` / `{"error": {"code": C, "message": M}}`: answer the request.
+//! - `{"reply_cycle": [R1, R2, ...]}`: answer the n-th call with `R[(n-1) % len]`.
+//! - `{"default": true}`: what the server would do without a rule.
+//! - `{"raw": TEXT}`: write TEXT and a newline; `{id}` in it becomes the request's id as JSON
+//!   and `{n}` the message's count for its method. `{"partial": TEXT}`: the same without the
+//!   newline (a server that stalls mid-line). `{"hex": "ff fe 0a"}`: raw bytes.
+//! - `{"notify": METHOD, "params": P}`, `{"request": METHOD, "id": ID, "params": P}`.
+//! - `{"repeat": N, "do": [...]}`: a flood.
+//! - `{"sleep_ms": MS}`, `{"exit": CODE}`, `{"close_stdout": true}`,
+//!   `{"stop_reading": true}` (never read stdin again, stay alive).
+//! - `{"spawn": [...]}`: run actions on a thread of their own (to answer out of order).
+//! - `{"grandchild": "keep_stdout" | "setsid"}`: start a `sleep 60` that inherits our stdout
+//!   (so stdout stays open after we exit), or that leaves our process group with `setsid`. Its
+//!   pid is written to stderr as `grandchild pid=N`.
+//! - `{"stderr": TEXT}`: a line on stderr.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Every line to stdout goes through one lock, so that spawned actions never interleave bytes.
+type Out = Arc<Mutex<io::Stdout>>;
+
+fn write_bytes(out: &Out, bytes: &[u8]) {
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    // A closed stdout is a test's own doing (close_stdout); nothing to report to.
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}
+
+fn write_message(out: &Out, message: &Value) {
+    let mut line = message.to_string().into_bytes();
+    line.push(b'\n');
+    write_bytes(out, &line);
+}
+
+/// What a message being handled looks like to its actions.
+struct Incoming<'a> {
+    id: Option<&'a Value>,
+    method: &'a str,
+    params: Option<&'a Value>,
+    /// This message's count for its method, from 1.
+    n: u64,
+}
+
+enum Flow {
+    Continue,
+    StopReading,
+}
+
+fn default_reply(incoming: &Incoming) -> Option<Value> {
+    let id = incoming.id?;
+    let result = match incoming.method {
+        "initialize" => {
+            let asked = incoming
+                .params
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or("2025-11-25");
+            json!({
+                "protocolVersion": asked,
+                "capabilities": {
+                    "tools": {"listChanged": true},
+                    "resources": {"subscribe": true}
+                },
+                "serverInfo": {"name": "hostile", "version": "0.0.0"}
+            })
+        }
+        "tools/list" => json!({
+            "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]
+        }),
+        "tools/call" => {
+            let args = incoming.params.and_then(|p| p.get("arguments"));
+            json!({"content": [{"type": "text", "text": args.map(Value::to_string).unwrap_or_default()}]})
+        }
+        "ping" | "resources/subscribe" | "resources/unsubscribe" => json!({}),
+        _ => {
+            return Some(json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": format!("no method {}", incoming.method)}
+            }))
+        }
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+fn fill(template: &str, incoming: &Incoming) -> String {
+    let id = incoming.id.map(Value::to_string).unwrap_or("null".into());
+    template
+        .replace("{id}", &id)
+        .replace("{n}", &incoming.n.to_string())
+}
+
+fn parse_hex(text: &str) -> Vec<u8> {
+    text.split_whitespace()
+        .filter_map(|b| u8::from_str_radix(b, 16).ok())
+        .collect()
+}
+
+fn grandchild(how: &str) {
+    let mut cmd = if how == "setsid" {
+        let mut c = Command::new("setsid");
+        c.args(["sleep", "60"]).stdout(Stdio::null());
+        c
+    } else {
+        let mut c = Command::new("sleep");
+        c.arg("60"); // Inherits our stdout: it stays open after we exit.
+        c
+    };
+    match cmd.stdin(Stdio::null()).spawn() {
+        Ok(child) => eprintln!("grandchild pid={}", child.id()),
+        Err(e) => eprintln!("grandchild failed: {e}"),
+    }
+}
+
+fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
+    for action in actions {
+        let Some((kind, arg)) = action.as_object().and_then(|o| o.iter().next()) else {
+            eprintln!("hostile: not an action: {action}");
+            continue;
+        };
+        let reply = |result: Value| {
+            write_message(
+                out,
+                &json!({"jsonrpc": "2.0", "id": incoming.id, "result": result}),
+            )
+        };
+        match kind.as_str() {
+            "reply" => reply(arg.clone()),
+            "reply_cycle" => {
+                let all = arg.as_array().cloned().unwrap_or_default();
+                if !all.is_empty() {
+                    let index = (incoming.n.saturating_sub(1) % all.len() as u64) as usize;
+                    reply(all[index].clone());
+                }
+            }
+            "error" => write_message(
+                out,
+                &json!({"jsonrpc": "2.0", "id": incoming.id, "error": arg}),
+            ),
+            "default" => {
+                if let Some(message) = default_reply(incoming) {
+                    write_message(out, &message);
+                }
+            }
+            "raw" | "partial" => {
+                let mut bytes = fill(arg.as_str().unwrap_or_default(), incoming).into_bytes();
+                if kind == "raw" {
+                    bytes.push(b'\n');
+                }
+                write_bytes(out, &bytes);
+            }
+            "hex" => write_bytes(out, &parse_hex(arg.as_str().unwrap_or_default())),
+            "notify" => {
+                let params = action.get("params").cloned().unwrap_or(json!({}));
+                write_message(
+                    out,
+                    &json!({"jsonrpc": "2.0", "method": arg, "params": params}),
+                );
+            }
+            "request" => {
+                let id = action.get("id").cloned().unwrap_or(json!("hostile-1"));
+                let params = action.get("params").cloned().unwrap_or(json!({}));
+                write_message(
+                    out,
+                    &json!({"jsonrpc": "2.0", "id": id, "method": arg, "params": params}),
+                );
+            }
+            "repeat" => {
+                let body = action.get("do").and_then(Value::as_array);
+                for _ in 0..arg.as_u64().unwrap_or(0) {
+                    if let Flow::StopReading = run(body.map_or(&[], |v| v), incoming, out) {
+                        return Flow::StopReading;
+                    }
+                }
+            }
+            "spawn" => {
+                let body = arg.as_array().cloned().unwrap_or_default();
+                let (out, id, method, params, n) = (
+                    out.clone(),
+                    incoming.id.cloned(),
+                    incoming.method.to_owned(),
+                    incoming.params.cloned(),
+                    incoming.n,
+                );
+                std::thread::spawn(move || {
+                    let incoming = Incoming {
+                        id: id.as_ref(),
+                        method: &method,
+                        params: params.as_ref(),
+                        n,
+                    };
+                    run(&body, &incoming, &out);
+                });
+            }
+            "sleep_ms" => std::thread::sleep(Duration::from_millis(arg.as_u64().unwrap_or(0))),
+            "exit" => std::process::exit(arg.as_i64().unwrap_or(0) as i32),
+            "close_stdout" => {
+                // Point fd 1 at /dev/null: the pipe's write end closes, the process lives on.
+                if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+                    let _guard = out.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = nix::unistd::dup2_stdout(&null);
+                }
+            }
+            "stop_reading" => return Flow::StopReading,
+            "grandchild" => grandchild(arg.as_str().unwrap_or("keep_stdout")),
+            "stderr" => eprintln!("{}", arg.as_str().unwrap_or_default()),
+            other => eprintln!("hostile: unknown action {other}"),
+        }
+    }
+    Flow::Continue
+}
+
+fn rule_matches(rule: &Value, method: &str, n: u64) -> bool {
+    rule.get("method").and_then(Value::as_str) == Some(method)
+        && rule
+            .get("nth")
+            .and_then(Value::as_u64)
+            .is_none_or(|k| k == n)
+        && rule
+            .get("from")
+            .and_then(Value::as_u64)
+            .is_none_or(|k| n >= k)
+}
+
+fn main() {
+    let script: Value = match std::env::var("HOSTILE_SCRIPT") {
+        Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| {
+            eprintln!("hostile: HOSTILE_SCRIPT is not JSON: {e}");
+            std::process::exit(2)
+        }),
+        Err(_) => json!({}),
+    };
+    let out: Out = Arc::new(Mutex::new(io::stdout()));
+    let empty = Vec::new();
+    let list = |key: &str| script.get(key).and_then(Value::as_array).unwrap_or(&empty);
+    let rules = list("rules");
+    let none = Incoming {
+        id: None,
+        method: "",
+        params: None,
+        n: 0,
+    };
+    if let Flow::StopReading = run(list("on_start"), &none, &out) {
+        loop {
+            std::thread::park();
+        }
+    }
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    let stdin = io::stdin();
+    for line in stdin.lock().split(b'\n') {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            continue; // An answer to one of our requests: nothing to do.
+        };
+        let n = counts.entry(method.to_owned()).or_default();
+        *n += 1;
+        let incoming = Incoming {
+            id: message.get("id"),
+            method,
+            params: message.get("params"),
+            n: *n,
+        };
+        let flow = match rules.iter().find(|r| rule_matches(r, method, incoming.n)) {
+            Some(rule) => run(
+                rule.get("do").and_then(Value::as_array).unwrap_or(&empty),
+                &incoming,
+                &out,
+            ),
+            None if method == "notifications/initialized" => {
+                run(list("after_initialized"), &incoming, &out)
+            }
+            None => {
+                if let Some(reply) = default_reply(&incoming) {
+                    write_message(&out, &reply);
+                }
+                Flow::Continue
+            }
+        };
+        if let Flow::StopReading = flow {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The hostile-server suite: servers that misbehave on purpose (the scriptable
+//! `mcp-hostile-server` over stdio, the in-tree HTTP test server's fault switches), and API
+//! misuse. Each module is one family of hostile behaviour; every case checks that the runtime
+//! keeps its promises: one right answer per call by its deadline, no panic, no unbounded loop or
+//! memory, and server text that cannot forge our logs.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod ids;
