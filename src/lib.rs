@@ -52,6 +52,7 @@
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum and its stable kind codes.
+//! - `time`: deadlines that saturate instead of overflowing (`Duration::MAX` means "never").
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` JSON loader.
@@ -102,6 +103,7 @@ pub mod config;
 pub mod error;
 pub mod policy;
 pub mod protocol;
+pub(crate) mod time;
 pub(crate) mod transport;
 
 pub use actor::messages::{

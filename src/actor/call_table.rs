@@ -136,7 +136,7 @@ impl CallTable {
             });
         }
         let id = self.ids.next();
-        let (entry, receipt) = CallEntry::open(id, call, self.call_timeout, now);
+        let (entry, receipt) = CallEntry::open(&self.server, id, call, self.call_timeout, now);
         self.calls.insert(id, entry);
         if situation.state.is_ready() && self.waiting.is_empty() {
             self.write(id, outbound);

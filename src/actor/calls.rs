@@ -7,6 +7,7 @@
 //! If the actor is gone or stuck, the caller still gets its error on time. Exactly one answer
 //! reaches the caller either way: the future returns once.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -15,18 +16,25 @@ use tokio::sync::{oneshot, watch};
 
 use crate::actor::messages::{Call, Progress};
 use crate::error::Error;
-use crate::policy::retry::RetryPolicy;
+use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
+use crate::time;
 
 /// How long the caller's future waits for the actor to answer an expired call before it answers
 /// `Timeout` on its own.
 const EXPIRE_SLACK: Duration = Duration::from_millis(100);
 
 /// What the actor keeps for one call.
+///
+/// An entry answers its caller exactly once: through [`CallEntry::answer`], or, if it is
+/// dropped unanswered (its actor panicked or was stopped without a `Shutdown`), from its `Drop`,
+/// with what is known of the call: a written call that is not safe by nature may have run.
 pub(crate) struct CallEntry {
+    server: Arc<str>,
     pub method: String,
     /// Params as sent (with our progress token, if the caller asked for progress).
     pub params: Option<Value>,
-    pub reply: oneshot::Sender<Result<Value, Error>>,
+    /// `None` once answered.
+    reply: Option<oneshot::Sender<Result<Value, Error>>>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
     /// Times written to a connection (at most 2: the first send and one re-send).
@@ -38,6 +46,17 @@ pub(crate) struct CallEntry {
     pub progress: Option<ProgressRoute>,
 }
 
+impl Drop for CallEntry {
+    fn drop(&mut self) {
+        if self.reply.is_some() {
+            let error = self.orphaned();
+            if let Some(reply) = self.reply.take() {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+}
+
 /// Where progress for a call goes, and how it moves the deadline.
 pub(crate) struct ProgressRoute {
     pub recipient: Option<Recipient<Progress>>,
@@ -46,16 +65,17 @@ pub(crate) struct ProgressRoute {
 }
 
 impl CallEntry {
-    /// The entry for call `call` under request id `id`, and its caller's side. `now` starts the
-    /// timeout (the call's own, or `default_timeout`).
+    /// The entry for call `call` to `server` under request id `id`, and its caller's side.
+    /// `now` starts the timeout (the call's own, or `default_timeout`).
     pub fn open(
+        server: &Arc<str>,
         id: u64,
         call: Call,
         default_timeout: Duration,
         now: Instant,
     ) -> (CallEntry, Receipt) {
         let timeout = call.options.timeout.unwrap_or(default_timeout);
-        let deadline = now + timeout;
+        let deadline = time::deadline(now, timeout);
         let mut params = call.params;
         let mut moved_deadline = None;
         let progress = if call.options.progress.is_some()
@@ -74,7 +94,7 @@ impl CallEntry {
             let reset = call.options.reset_timeout_on_progress.map(|max_total| {
                 let (tx, rx) = watch::channel(deadline);
                 moved_deadline = Some(rx);
-                (tx, now + max_total.max(timeout))
+                (tx, time::deadline(now, max_total.max(timeout)))
             });
             Some(ProgressRoute {
                 recipient: call.options.progress,
@@ -88,9 +108,10 @@ impl CallEntry {
             .flatten();
         let (reply, rx) = oneshot::channel();
         let entry = CallEntry {
+            server: server.clone(),
             method: call.method.clone(),
             params,
-            reply,
+            reply: Some(reply),
             timeout,
             retry: call.options.retry,
             sends: 0,
@@ -111,15 +132,54 @@ impl CallEntry {
     }
 
     /// Answers the caller. A caller that already gave up is not an error.
-    pub fn answer(self, outcome: Result<Value, Error>) {
-        let _ = self.reply.send(outcome);
+    pub fn answer(mut self, outcome: Result<Value, Error>) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    /// The answer of a call whose actor went away without answering it.
+    fn orphaned(&self) -> Error {
+        let server = self.server.to_string();
+        let why = if std::thread::panicking() {
+            "the server's actor crashed"
+        } else {
+            "the server's actor stopped"
+        };
+        if self.sends == 0 {
+            // Never reached the server. A crashed actor is replaced: try again.
+            return if std::thread::panicking() {
+                Error::Unavailable {
+                    server,
+                    reason: format!("{why} before the call was sent"),
+                    attempts: 0,
+                    stderr_tail: Vec::new(),
+                }
+            } else {
+                Error::Stopped { server }
+            };
+        }
+        if is_safe_by_nature(&self.method) {
+            Error::Unavailable {
+                server,
+                reason: format!("{why} after the call was sent; it is safe to make again"),
+                attempts: 0,
+                stderr_tail: Vec::new(),
+            }
+        } else {
+            Error::OutcomeUnknown {
+                server,
+                method: self.method.clone(),
+                reason: format!("{why} after the call was sent"),
+            }
+        }
     }
 
     /// Restarts the timeout after progress, within the maximum total time.
     pub fn on_progress(&self, server: &str, params: &Value, now: Instant) {
         let Some(route) = &self.progress else { return };
         if let Some((deadline, latest)) = &route.reset {
-            let _ = deadline.send((now + self.timeout).min(*latest));
+            let _ = deadline.send(time::deadline(now, self.timeout).min(*latest));
         }
         if let Some(recipient) = &route.recipient {
             let progress = params
@@ -195,7 +255,9 @@ impl Waiter {
         loop {
             tokio::select! {
                 answer = &mut rx => {
-                    return answer.unwrap_or(Err(Error::Stopped { server }));
+                    // Every entry answers, from its `Drop` at the latest; should one not, say
+                    // no more than is known: the call may have been sent.
+                    return answer.unwrap_or_else(|_| Err(lost_answer(server, method)));
                 }
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     match moved_deadline.as_ref().map(|d| *d.borrow()) {
@@ -213,6 +275,24 @@ impl Waiter {
                 method,
                 timeout,
             }),
+        }
+    }
+}
+
+/// The answer of a call whose entry vanished without a word: it may or may not have been sent.
+fn lost_answer(server: String, method: String) -> Error {
+    if is_safe_by_nature(&method) {
+        Error::Unavailable {
+            server,
+            reason: "the server's actor is gone; the call is safe to make again".into(),
+            attempts: 0,
+            stderr_tail: Vec::new(),
+        }
+    } else {
+        Error::OutcomeUnknown {
+            server,
+            method,
+            reason: "the server's actor is gone and the call may have been sent".into(),
         }
     }
 }

@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rmcp::model::{InitializeResult, Tool};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::actor::call_table::{CallTable, Situation};
 use crate::actor::calls::Waiter;
@@ -93,6 +93,9 @@ pub struct ServerActor {
     tools_refresh_pending: bool,
     /// Graceful shutdowns under way; `Shutdown` answers when they are done.
     closing: Vec<oneshot::Receiver<()>>,
+    /// Becomes true once a `Shutdown` has stopped the server and its processes are gone. Every
+    /// `Shutdown`, however many are sent, answers only then.
+    stopped: watch::Sender<bool>,
     _gone: Option<GoneNotice>,
 }
 
@@ -129,6 +132,7 @@ impl ServerActor {
             ping_in_flight: false,
             tools_refresh_pending: false,
             closing: Vec::new(),
+            stopped: watch::Sender::new(false),
             _gone: None,
         }
     }
@@ -423,26 +427,38 @@ impl Handler<Reconnect> for ServerActor {
 }
 
 impl Handler<Shutdown> for ServerActor {
-    type Result = ResponseActFuture<Self, ()>;
+    type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(gone) = &mut self._gone {
-            gone.deliberate = true;
-        }
-        self.feed(Event::Stop, ctx);
-        // Calls in flight get their answer now rather than at their deadline.
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        self.calls.fail_all_stopped(&situation);
-        let closing = std::mem::take(&mut self.closing);
-        Box::pin(
-            async move {
-                for closed in closing {
-                    let _ = closed.await;
-                }
+        let mut stopped = self.stopped.subscribe();
+        if *self.machine.state() != ServerState::Stopped {
+            // The first Shutdown stops the server; later ones wait for the same end.
+            if let Some(gone) = &mut self._gone {
+                gone.deliberate = true;
             }
-            .into_actor(self)
-            .map(|_, _, ctx| ctx.stop()),
-        )
+            self.feed(Event::Stop, ctx);
+            // Calls in flight get their answer now rather than at their deadline.
+            let situation = Situation::of(&self.machine, self.last_error.as_ref());
+            self.calls.fail_all_stopped(&situation);
+            let closing = std::mem::take(&mut self.closing);
+            ctx.spawn(
+                async move {
+                    for closed in closing {
+                        let _ = closed.await;
+                    }
+                }
+                .into_actor(self)
+                .map(|_, act, ctx| {
+                    act.stopped.send_replace(true);
+                    ctx.stop();
+                }),
+            );
+        }
+        // Not tied to the actor's context, so that it answers after the actor has stopped;
+        // should the actor die first, the sender's drop ends the wait too.
+        Box::pin(async move {
+            let _ = stopped.wait_for(|done| *done).await;
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use actix::prelude::*;
 use futures_util::future::join_all;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::actor::messages::*;
 use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
@@ -102,6 +103,8 @@ impl SupervisorBuilder {
             request_handler: self.request_handler,
             epoch: 0,
             shutting_down: false,
+            removing: Vec::new(),
+            stopped: watch::Sender::new(false),
         }
         .start())
     }
@@ -126,6 +129,11 @@ pub struct Supervisor {
     /// Identifies actor generations, so a late death notice of a replaced actor is ignored.
     epoch: u64,
     shutting_down: bool,
+    /// Servers removed whose actors are still stopping: a second `RemoveServer`, and
+    /// `Shutdown`, wait for them too.
+    removing: Vec<Entry>,
+    /// Becomes true once a `Shutdown` has stopped every server; every `Shutdown` answers then.
+    stopped: watch::Sender<bool>,
 }
 
 impl Supervisor {
@@ -217,6 +225,7 @@ impl Handler<ActorGone> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, gone: ActorGone, ctx: &mut Context<Self>) {
+        self.removing.retain(|e| e.epoch != gone.epoch);
         if self.shutting_down {
             return;
         }
@@ -391,39 +400,62 @@ impl Handler<RemoveServer> for Supervisor {
     type Result = ResponseFuture<Result<(), Error>>;
 
     fn handle(&mut self, RemoveServer(name): RemoveServer, _: &mut Context<Self>) -> Self::Result {
-        let Some(entry) = self.servers.remove(&name) else {
+        if let Some(entry) = self.servers.remove(&name) {
+            self.removing.push(entry);
+        }
+        // Every actor of that name still stopping (this one, or one an earlier RemoveServer
+        // removed): the answer comes once all their processes are gone.
+        let stops: Vec<_> = self
+            .removing
+            .iter()
+            .filter(|e| e.config.name() == name)
+            .map(|e| e.addr.send(Shutdown))
+            .collect();
+        if stops.is_empty() {
             return Box::pin(std::future::ready(Err(Error::ServerNotFound {
                 server: name,
             })));
-        };
+        }
         Box::pin(async move {
             // An actor that is already gone has nothing left to stop.
-            let _ = entry.addr.send(Shutdown).await;
+            join_all(stops).await;
             Ok(())
         })
     }
 }
 
 impl Handler<Shutdown> for Supervisor {
-    type Result = ResponseActFuture<Self, ()>;
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
-        self.shutting_down = true;
-        let stops: Vec<_> = self
-            .servers
-            .values()
-            .map(|e| e.addr.send(Shutdown))
-            .collect();
-        Box::pin(
-            async move {
-                join_all(stops).await;
-            }
-            .into_actor(self)
-            .map(|_, act, ctx| {
-                act.servers.clear();
-                ctx.stop();
-            }),
-        )
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        let mut stopped = self.stopped.subscribe();
+        if !self.shutting_down {
+            // The first Shutdown stops every server; later ones wait for the same end.
+            self.shutting_down = true;
+            let stops: Vec<_> = self
+                .servers
+                .values()
+                .chain(&self.removing)
+                .map(|e| e.addr.send(Shutdown))
+                .collect();
+            ctx.spawn(
+                async move {
+                    join_all(stops).await;
+                }
+                .into_actor(self)
+                .map(|_, act, ctx| {
+                    act.servers.clear();
+                    act.removing.clear();
+                    act.stopped.send_replace(true);
+                    ctx.stop();
+                }),
+            );
+        }
+        // Not tied to the supervisor's context, so that it answers after the supervisor has
+        // stopped.
+        Box::pin(async move {
+            let _ = stopped.wait_for(|done| *done).await;
+        })
     }
 }
 

@@ -9,6 +9,7 @@
 //! {
 //!   "on_start": [ ...actions, before reading anything... ],
 //!   "after_initialized": [ ...actions, when `notifications/initialized` arrives... ],
+//!   "on_eof": [ ...actions, when stdin closes (then the server exits)... ],
 //!   "rules": [
 //!     {"method": "tools/list", "nth": 1, "do": [ ...actions... ]},
 //!     {"method": "tools/call", "from": 2, "do": [ ...actions... ]}
@@ -35,6 +36,7 @@
 //!   (so stdout stays open after we exit), or that leaves our process group with `setsid`. Its
 //!   pid is written to stderr as `grandchild pid=N`.
 //! - `{"stderr": TEXT}`: a line on stderr.
+//! - `{"ignore_sigterm": true}`: a server that only SIGKILL stops.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -231,6 +233,11 @@ fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
             "stop_reading" => return Flow::StopReading,
             "grandchild" => grandchild(arg.as_str().unwrap_or("keep_stdout")),
             "stderr" => eprintln!("{}", arg.as_str().unwrap_or_default()),
+            "ignore_sigterm" => {
+                use nix::sys::signal::{signal, SigHandler, Signal};
+                // SAFETY: installs SIG_IGN, which runs no code of ours in the handler.
+                let _ = unsafe { signal(Signal::SIGTERM, SigHandler::SigIgn) };
+            }
             other => eprintln!("hostile: unknown action {other}"),
         }
     }
@@ -312,4 +319,5 @@ fn main() {
             }
         }
     }
+    run(list("on_eof"), &none, &out);
 }
