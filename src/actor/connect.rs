@@ -14,17 +14,23 @@ use crate::actor::messages::ServerRequest;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
-use crate::protocol::lifecycle;
+use crate::protocol::{lifecycle, pagination};
 use crate::transport::{http, stdio, Connection, Outbound, SkipCounters, TransportEvent};
 
-/// Guards against a server whose `nextCursor` never ends.
-const MAX_TOOL_PAGES: usize = 1000;
+/// Notifications kept from the handshake for the actor; more are dropped (and logged).
+const MAX_HANDSHAKE_NOTIFICATIONS: usize = 256;
 
 /// A connection ready for calls, with what the handshake learned.
 pub(crate) struct Established {
     pub connection: Connection,
     pub init: InitializeResult,
     pub tools: Vec<Tool>,
+    /// Notifications that arrived during the handshake (a `tools/list_changed`, a
+    /// `resources/updated` right after a re-subscribe), for the actor to handle once Ready.
+    pub notifications: Vec<(String, Option<Value>)>,
+    /// The subscriptions this handshake sent: the application may have changed its set while
+    /// it ran.
+    pub subscribed: Vec<String>,
 }
 
 /// Everything an attempt needs, cloned out of the actor so the future owns it.
@@ -67,6 +73,7 @@ impl Attempt {
         let mut session = Handshake {
             attempt: &self,
             connection,
+            notifications: Vec::new(),
         };
         let params = lifecycle::initialize_params(&self.client_capabilities);
         let result = session.request("initialize", Some(params)).await?;
@@ -112,6 +119,12 @@ impl Attempt {
             connection: session.connection,
             init,
             tools,
+            notifications: session.notifications,
+            subscribed: if can_subscribe {
+                self.subscriptions.clone()
+            } else {
+                Vec::new()
+            },
         })
     }
 }
@@ -121,6 +134,7 @@ impl Attempt {
 struct Handshake<'a> {
     attempt: &'a Attempt,
     connection: Connection,
+    notifications: Vec<(String, Option<Value>)>,
 }
 
 impl Handshake<'_> {
@@ -148,6 +162,13 @@ impl Handshake<'_> {
                         message: error.message,
                         data: error.data,
                     })
+                }
+                TransportEvent::Message(Inbound::Notification { method, params }) => {
+                    if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
+                        self.notifications.push((method, params));
+                    } else {
+                        tracing::debug!(server = %server, method = ?method, "notification during the handshake dropped: too many");
+                    }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
                     answer_server_request(
@@ -177,20 +198,15 @@ impl Handshake<'_> {
     }
 
     async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_TOOL_PAGES {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let result = self.request("tools/list", params).await?;
-            let (page, next) = lifecycle::parse_tools_page(&self.attempt.server, result)?;
-            tools.extend(page);
-            match next {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(tools),
-            }
+        let server = self.attempt.server.clone();
+        let listed = pagination::list_all_tools(&server, async |params| {
+            self.request("tools/list", params).await
+        })
+        .await?;
+        if let Some(overflow) = &listed.overflow {
+            tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
         }
-        tracing::warn!(server = %self.attempt.server, pages = MAX_TOOL_PAGES, "tools/list kept returning pages; using what was fetched");
-        Ok(tools)
+        Ok(listed.items)
     }
 }
 

@@ -90,7 +90,7 @@ pub struct ServerActor {
     request_handler: Option<Recipient<ServerRequest>>,
     client_capabilities: Value,
     ping_in_flight: bool,
-    tools_refresh_pending: bool,
+    tools_refresh: tools::Refresh,
     /// Graceful shutdowns under way; `Shutdown` answers when they are done.
     closing: Vec<oneshot::Receiver<()>>,
     /// Becomes true once a `Shutdown` has stopped the server and its processes are gone. Every
@@ -130,7 +130,7 @@ impl ServerActor {
             request_handler: None,
             client_capabilities: json!({}),
             ping_in_flight: false,
-            tools_refresh_pending: false,
+            tools_refresh: tools::Refresh::Idle,
             closing: Vec::new(),
             stopped: watch::Sender::new(false),
             _gone: None,
@@ -217,6 +217,8 @@ impl ServerActor {
                     connection,
                     init,
                     tools,
+                    notifications,
+                    subscribed,
                 } = established;
                 let stream = ctx
                     .add_stream(futures_util::StreamExt::map(connection.events, move |e| {
@@ -235,6 +237,10 @@ impl ServerActor {
                     stream,
                 });
                 self.feed(Event::Connected, ctx);
+                self.reconcile_subscriptions(subscribed, ctx);
+                for (method, params) in notifications {
+                    self.on_notification(method, params, ctx);
+                }
             }
             Err(error) => {
                 tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error, "connection attempt failed");

@@ -3,4 +3,5 @@
 pub mod codec;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod pagination;
 pub mod sse;

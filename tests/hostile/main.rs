@@ -7,5 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod handshake;
 mod ids;
+mod lists;
 mod misuse;

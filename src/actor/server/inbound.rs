@@ -40,7 +40,12 @@ impl ServerActor {
         }
     }
 
-    fn on_notification(&mut self, method: String, params: Option<Value>, ctx: &mut Context<Self>) {
+    pub(super) fn on_notification(
+        &mut self,
+        method: String,
+        params: Option<Value>,
+        ctx: &mut Context<Self>,
+    ) {
         let server = self.name.to_string();
         match method.as_str() {
             "notifications/progress" => {

@@ -1,6 +1,9 @@
 //! The application's resource subscriptions. The set is kept in the actor and re-sent by every
 //! handshake (see [`connect`](crate::actor::connect)); while the server is Ready a change is
-//! also sent at once, as an ordinary call.
+//! also sent at once, as an ordinary call, and a change made while a handshake ran is sent as
+//! soon as it is done.
+
+use std::collections::BTreeSet;
 
 use actix::prelude::*;
 use serde_json::json;
@@ -42,5 +45,47 @@ impl Handler<Unsubscribe> for ServerActor {
         );
         let waiter = self.start_call(call, ctx);
         Box::pin(async move { waiter?.wait().await.map(drop) })
+    }
+}
+
+impl ServerActor {
+    /// After a handshake that sent `subscribed`: (un)subscribes what the application changed
+    /// while it ran, so that a `Subscribe` made during a connection attempt is not lost.
+    pub(super) fn reconcile_subscriptions(
+        &mut self,
+        subscribed: Vec<String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let can_subscribe = self
+            .init
+            .as_ref()
+            .and_then(|i| i.capabilities.resources.as_ref())
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
+        if !can_subscribe {
+            return;
+        }
+        let sent: BTreeSet<String> = subscribed.into_iter().collect();
+        let added: Vec<String> = self.subscriptions.difference(&sent).cloned().collect();
+        let removed: Vec<String> = sent.difference(&self.subscriptions).cloned().collect();
+        let changes = added
+            .into_iter()
+            .map(|uri| ("resources/subscribe", uri))
+            .chain(
+                removed
+                    .into_iter()
+                    .map(|uri| ("resources/unsubscribe", uri)),
+            );
+        for (method, uri) in changes {
+            let call = Call::new(self.name.to_string(), method, Some(json!({ "uri": uri })));
+            let Ok(waiter) = self.start_call(call, ctx) else {
+                continue;
+            };
+            ctx.spawn(waiter.wait().into_actor(self).map(move |result, act, _| {
+                if let Err(e) = result {
+                    tracing::warn!(server = %act.name, method, uri = ?uri, error = %e, "subscription change after the handshake failed");
+                }
+            }));
+        }
     }
 }
