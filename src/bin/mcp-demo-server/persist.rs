@@ -43,11 +43,24 @@ fn read_count(path: &Path) -> io::Result<u64> {
     }
 }
 
-/// fsynced, because tests kill the server right after and then check the count survived.
+/// Replaces the count atomically: a new file is written and fsynced beside the old one, then
+/// renamed over it, so a reader (or a SIGKILL at any instant) sees the old count or the new
+/// one, never an empty or half-written file. (Truncating and rewriting in place could leave an
+/// empty file, which reads as 0, and a test that counts executions across crashes would be
+/// fooled.) fsynced, because tests kill the server right after and then check the count.
 fn write_count(path: &Path, count: u64) -> io::Result<()> {
-    let mut file = File::create(path)?;
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(".{}.tmp", std::process::id()));
+    let temp = std::path::PathBuf::from(temp);
+    let mut file = File::create(&temp)?;
     file.write_all(count.to_string().as_bytes())?;
-    file.sync_all()
+    file.sync_all()?;
+    fs::rename(&temp, path)?;
+    // The rename itself is durable once the directory is synced.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 pub(crate) fn bump_count_file(path: &Path) -> io::Result<u64> {
@@ -56,4 +69,39 @@ pub(crate) fn bump_count_file(path: &Path) -> io::Result<u64> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "count overflow"))?;
     write_count(path, count)?;
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 9, defect 15: the count was truncated, then written; a reader between the two
+    /// (or a SIGKILL there) saw an empty file, which reads as 0.
+    #[test]
+    fn a_reader_never_sees_a_missing_count() {
+        let dir = std::env::temp_dir().join(format!("demo-count-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("count");
+        write_count(&path, 1).unwrap();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                for _ in 0..300 {
+                    bump_count_file(&path).unwrap();
+                }
+            })
+        };
+        let mut reads = 0;
+        while !writer.is_finished() {
+            let count = read_count(&path).unwrap();
+            assert!(count >= 1, "read a count of {count} while it was being rewritten");
+            reads += 1;
+        }
+        writer.join().unwrap();
+        assert_eq!(read_count(&path).unwrap(), 301);
+        assert!(reads > 0);
+        let left: Vec<_> = fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left behind");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
