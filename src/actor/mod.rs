@@ -4,6 +4,7 @@
 pub(crate) mod call_table;
 pub(crate) mod calls;
 pub(crate) mod connect;
+pub(crate) mod fanout;
 pub(crate) mod gone;
 pub mod messages;
 pub mod server;

@@ -24,6 +24,7 @@ use tokio::sync::{oneshot, watch};
 use crate::actor::call_table::{CallTable, Situation};
 use crate::actor::calls::Waiter;
 use crate::actor::connect::{Attempt, Established};
+use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
 use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
@@ -86,7 +87,8 @@ pub struct ServerActor {
     reconnects: u64,
     skips: Arc<SkipCounters>,
     last_error: Option<Error>,
-    subscribers: Vec<Recipient<ServerEvent>>,
+    /// The application's event subscribers, each with a bounded queue.
+    events: Fanout,
     request_handler: Option<Recipient<ServerRequest>>,
     client_capabilities: Value,
     ping_in_flight: bool,
@@ -126,7 +128,7 @@ impl ServerActor {
             reconnects: 0,
             skips: Arc::default(),
             last_error: None,
-            subscribers: Vec::new(),
+            events: Fanout::default(),
             request_handler: None,
             client_capabilities: json!({}),
             ping_in_flight: false,
@@ -140,12 +142,14 @@ impl ServerActor {
     pub(crate) fn supervised(
         mut self,
         gone: GoneNotice,
-        events: Recipient<ServerEvent>,
+        subscribers: Vec<Recipient<ServerEvent>>,
         handler: Option<SetRequestHandler>,
         subscriptions: BTreeSet<String>,
     ) -> Self {
         self._gone = Some(gone);
-        self.subscribers.push(events);
+        for subscriber in subscribers {
+            self.events.subscribe(subscriber);
+        }
         if let Some(h) = handler {
             self.request_handler = Some(h.handler);
             self.client_capabilities = h.capabilities;
@@ -290,10 +294,7 @@ impl ServerActor {
     }
 
     fn emit(&mut self, event: ServerEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.events.emit(&event);
     }
 
     // ----- calls: the call table, with what the actor knows -----
@@ -334,6 +335,9 @@ impl ServerActor {
         counters.reconnects = self.reconnects;
         counters.skipped_non_json = self.skips.non_json();
         counters.skipped_oversized = self.skips.oversized();
+        let fanout = self.events.counts();
+        counters.events_dropped = fanout.dropped;
+        counters.state_changes_coalesced = fanout.coalesced;
         ServerStatus {
             name: self.name.to_string(),
             transport: self.config.transport().kind(),
@@ -397,7 +401,7 @@ impl Handler<SubscribeEvents> for ServerActor {
     type Result = ();
 
     fn handle(&mut self, SubscribeEvents(recipient): SubscribeEvents, _: &mut Context<Self>) {
-        self.subscribers.push(recipient);
+        self.events.subscribe(recipient);
     }
 }
 

@@ -31,6 +31,11 @@ pub struct Counters {
     pub skipped_oversized: u64,
     /// Responses whose id matched no call in flight (late or bogus), ignored.
     pub unknown_responses: u64,
+    /// Events other than state changes not delivered because a subscriber lagged too far
+    /// behind (its queue of 256 events was full).
+    pub events_dropped: u64,
+    /// State changes replaced by a later one before a lagging subscriber got them.
+    pub state_changes_coalesced: u64,
 }
 
 /// One server's status.

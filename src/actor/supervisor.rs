@@ -1,5 +1,5 @@
 //! `Supervisor`: owns one [`ServerActor`] per configured server, routes calls to them by name,
-//! fans their events out to subscribers, and starts a new actor when one dies.
+//! hands them the application's event subscribers, and starts a new actor when one dies.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -156,9 +156,10 @@ impl Supervisor {
             epoch: self.epoch,
             deliberate: false,
         };
+        self.subscribers.retain(|s| s.connected());
         let actor = ServerActor::new(config.clone(), &self.settings).supervised(
             gone,
-            ctx.address().recipient(),
+            self.subscribers.clone(),
             self.request_handler.clone(),
             subscriptions.clone(),
         );
@@ -206,17 +207,6 @@ impl Actor for Supervisor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         for config in std::mem::take(&mut self.initial) {
             self.spawn_server(config, BTreeSet::new(), ctx);
-        }
-    }
-}
-
-impl Handler<ServerEvent> for Supervisor {
-    type Result = ();
-
-    fn handle(&mut self, event: ServerEvent, _: &mut Context<Self>) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
         }
     }
 }
@@ -342,6 +332,11 @@ impl Handler<SubscribeEvents> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, SubscribeEvents(recipient): SubscribeEvents, _: &mut Context<Self>) {
+        // Each server's actor delivers to its subscribers itself (one hop, and a bounded queue
+        // per subscriber); this list is for the actors started later.
+        for entry in self.servers.values() {
+            entry.addr.do_send(SubscribeEvents(recipient.clone()));
+        }
         self.subscribers.push(recipient);
     }
 }

@@ -143,7 +143,12 @@ fn grandchild(how: &str) {
 
 fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
     for action in actions {
-        let Some((kind, arg)) = action.as_object().and_then(|o| o.iter().next()) else {
+        // An action is one key naming it; `do`, `params` and `id` only qualify it.
+        let named = action.as_object().and_then(|o| {
+            o.iter()
+                .find(|(k, _)| !matches!(k.as_str(), "do" | "params" | "id"))
+        });
+        let Some((kind, arg)) = named else {
             eprintln!("hostile: not an action: {action}");
             continue;
         };

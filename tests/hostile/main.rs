@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod floods;
 mod handshake;
 mod ids;
 mod lists;

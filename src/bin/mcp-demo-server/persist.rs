@@ -94,7 +94,10 @@ mod tests {
         let mut reads = 0;
         while !writer.is_finished() {
             let count = read_count(&path).unwrap();
-            assert!(count >= 1, "read a count of {count} while it was being rewritten");
+            assert!(
+                count >= 1,
+                "read a count of {count} while it was being rewritten"
+            );
             reads += 1;
         }
         writer.join().unwrap();
