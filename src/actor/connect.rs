@@ -5,17 +5,16 @@
 
 use std::sync::Arc;
 
-use actix::Recipient;
 use futures_util::StreamExt;
 use rmcp::model::{InitializeResult, Tool};
 use serde_json::{json, Value};
 
-use crate::actor::messages::ServerRequest;
+use crate::actor::server_requests::ServerRequests;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::{lifecycle, pagination};
-use crate::transport::{http, stdio, Connection, Outbound, SkipCounters, TransportEvent};
+use crate::transport::{http, stdio, Connection, SkipCounters, TransportEvent};
 
 /// Notifications kept from the handshake for the actor; more are dropped (and logged).
 const MAX_HANDSHAKE_NOTIFICATIONS: usize = 256;
@@ -40,7 +39,7 @@ pub(crate) struct Attempt {
     pub settings: Settings,
     pub subscriptions: Vec<String>,
     pub client_capabilities: Value,
-    pub request_handler: Option<Recipient<ServerRequest>>,
+    pub server_requests: ServerRequests,
     pub skips: Arc<SkipCounters>,
     /// The server's request ids, shared with its call table: the handshake's ids are never
     /// used again on the connection it hands over.
@@ -171,10 +170,8 @@ impl Handshake<'_> {
                     }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
-                    answer_server_request(
-                        server.clone(),
-                        self.attempt.request_handler.clone(),
-                        self.connection.outbound.clone(),
+                    self.attempt.server_requests.answer(
+                        &self.connection.outbound,
                         id,
                         method,
                         params,
@@ -208,44 +205,4 @@ impl Handshake<'_> {
         }
         Ok(listed.items)
     }
-}
-
-/// Answers a request the server sent us: through the application's handler if one is
-/// registered; `ping` always; anything else with "method not found".
-pub(crate) fn answer_server_request(
-    server: Arc<str>,
-    handler: Option<Recipient<ServerRequest>>,
-    outbound: Outbound,
-    id: Id,
-    method: String,
-    params: Option<Value>,
-) {
-    if method == "ping" {
-        outbound.send(jsonrpc::response_line(&id, &Ok(json!({}))));
-        return;
-    }
-    let Some(handler) = handler else {
-        tracing::debug!(server = %server, method = %method, "server request without a handler");
-        let error = RpcError::new(
-            codes::METHOD_NOT_FOUND,
-            format!("the client has no handler for {method}"),
-        );
-        outbound.send(jsonrpc::response_line(&id, &Err(error)));
-        return;
-    };
-    actix::spawn(async move {
-        let request = ServerRequest {
-            server: server.to_string(),
-            method,
-            params,
-        };
-        let outcome = match handler.send(request).await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(RpcError::new(
-                codes::INTERNAL_ERROR,
-                format!("the client's request handler is gone: {e}"),
-            )),
-        };
-        outbound.send(jsonrpc::response_line(&id, &outcome));
-    });
 }

@@ -8,5 +8,6 @@ pub(crate) mod fanout;
 pub(crate) mod gone;
 pub mod messages;
 pub mod server;
+pub(crate) mod server_requests;
 pub mod status;
 pub mod supervisor;

@@ -26,6 +26,7 @@ use crate::actor::calls::Waiter;
 use crate::actor::connect::{Attempt, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
+use crate::actor::server_requests::ServerRequests;
 use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
@@ -89,7 +90,8 @@ pub struct ServerActor {
     last_error: Option<Error>,
     /// The application's event subscribers, each with a bounded queue.
     events: Fanout,
-    request_handler: Option<Recipient<ServerRequest>>,
+    /// Answers the requests the server sends us, through the application's handler.
+    server_requests: ServerRequests,
     client_capabilities: Value,
     ping_in_flight: bool,
     tools_refresh: tools::Refresh,
@@ -108,6 +110,7 @@ impl ServerActor {
         let settings = config.settings(global);
         let name: Arc<str> = Arc::from(config.name());
         let ids = RequestIds::default();
+        let server_requests = ServerRequests::new(name.clone(), None, settings.call_timeout);
         ServerActor {
             calls: CallTable::new(name.clone(), &settings, ids.clone()),
             ids,
@@ -129,7 +132,7 @@ impl ServerActor {
             skips: Arc::default(),
             last_error: None,
             events: Fanout::default(),
-            request_handler: None,
+            server_requests,
             client_capabilities: json!({}),
             ping_in_flight: false,
             tools_refresh: tools::Refresh::Idle,
@@ -151,7 +154,7 @@ impl ServerActor {
             self.events.subscribe(subscriber);
         }
         if let Some(h) = handler {
-            self.request_handler = Some(h.handler);
+            self.server_requests = self.server_requests.with_handler(h.handler);
             self.client_capabilities = h.capabilities;
         }
         self.subscriptions = subscriptions;
@@ -191,7 +194,7 @@ impl ServerActor {
             settings: self.settings.clone(),
             subscriptions: self.subscriptions.iter().cloned().collect(),
             client_capabilities: self.client_capabilities.clone(),
-            request_handler: self.request_handler.clone(),
+            server_requests: self.server_requests.clone(),
             skips: self.skips.clone(),
             ids: self.ids.clone(),
         };
@@ -409,7 +412,7 @@ impl Handler<SetRequestHandler> for ServerActor {
     type Result = ();
 
     fn handle(&mut self, msg: SetRequestHandler, _: &mut Context<Self>) {
-        self.request_handler = Some(msg.handler);
+        self.server_requests = self.server_requests.with_handler(msg.handler);
         self.client_capabilities = msg.capabilities;
     }
 }

@@ -12,3 +12,4 @@ mod handshake;
 mod ids;
 mod lists;
 mod misuse;
+mod server_requests;

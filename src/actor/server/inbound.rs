@@ -9,7 +9,6 @@ use actix::prelude::*;
 use serde_json::Value;
 
 use super::ServerActor;
-use crate::actor::connect::answer_server_request;
 use crate::actor::messages::ServerEvent;
 use crate::protocol::jsonrpc::Inbound;
 
@@ -26,14 +25,8 @@ impl ServerActor {
             }
             Inbound::Request { id, method, params } => {
                 if let Some(live) = &self.live {
-                    answer_server_request(
-                        self.name.clone(),
-                        self.request_handler.clone(),
-                        live.outbound.clone(),
-                        id,
-                        method,
-                        params,
-                    );
+                    self.server_requests
+                        .answer(&live.outbound, id, method, params);
                 }
             }
             Inbound::Notification { method, params } => self.on_notification(method, params, ctx),

@@ -1,0 +1,103 @@
+//! Requests a server sends us (`roots/list`, `sampling/createMessage`, `elicitation/create`,
+//! `ping`): answered through the application's handler, bounded so that a server cannot make
+//! us hold an unbounded number of them. At most [`MAX_IN_FLIGHT`] wait for the handler at once
+//! (the others are refused at once with a JSON-RPC error), and each waits at most the server's
+//! call timeout.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Recipient;
+use serde_json::{json, Value};
+
+use crate::actor::messages::ServerRequest;
+use crate::protocol::jsonrpc::{self, codes, Id, RpcError};
+use crate::transport::Outbound;
+
+/// Server requests waiting for the application's handler at once, per server.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+
+/// How one server's requests are answered. Cheap to clone: clones share the in-flight count.
+#[derive(Clone)]
+pub(crate) struct ServerRequests {
+    server: Arc<str>,
+    handler: Option<Recipient<ServerRequest>>,
+    /// How long the handler may take to answer.
+    timeout: Duration,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl ServerRequests {
+    /// Requests of `server`, answered by `handler` (or refused, without one) within `timeout`.
+    pub fn new(
+        server: Arc<str>,
+        handler: Option<Recipient<ServerRequest>>,
+        timeout: Duration,
+    ) -> Self {
+        ServerRequests {
+            server,
+            handler,
+            timeout,
+            in_flight: Arc::default(),
+        }
+    }
+
+    /// The same, with another handler (the in-flight count carries over).
+    pub fn with_handler(&self, handler: Recipient<ServerRequest>) -> Self {
+        ServerRequests {
+            handler: Some(handler),
+            ..self.clone()
+        }
+    }
+
+    /// Answers request `id` on `outbound`: `ping` at once; anything else through the handler,
+    /// or with "method not found" without one, or with "busy" when too many are in flight.
+    pub fn answer(&self, outbound: &Outbound, id: Id, method: String, params: Option<Value>) {
+        if method == "ping" {
+            outbound.send(jsonrpc::response_line(&id, &Ok(json!({}))));
+            return;
+        }
+        let Some(handler) = self.handler.clone() else {
+            tracing::debug!(server = %self.server, method = ?method, "server request without a handler");
+            let error = RpcError::new(
+                codes::METHOD_NOT_FOUND,
+                "the client has no handler for this method",
+            );
+            outbound.send(jsonrpc::response_line(&id, &Err(error)));
+            return;
+        };
+        if self.in_flight.fetch_add(1, Ordering::Relaxed) >= MAX_IN_FLIGHT {
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
+            tracing::debug!(server = %self.server, method = ?method, "server request refused: too many in flight");
+            let error = RpcError::new(
+                codes::INTERNAL_ERROR,
+                format!("the client is busy: {MAX_IN_FLIGHT} requests from this server are already waiting"),
+            );
+            outbound.send(jsonrpc::response_line(&id, &Err(error)));
+            return;
+        }
+        let request = ServerRequest {
+            server: self.server.to_string(),
+            method,
+            params,
+        };
+        let (outbound, in_flight, timeout) =
+            (outbound.clone(), self.in_flight.clone(), self.timeout);
+        actix::spawn(async move {
+            let outcome = match tokio::time::timeout(timeout, handler.send(request)).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(e)) => Err(RpcError::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the client's request handler is gone: {e}"),
+                )),
+                Err(_) => Err(RpcError::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the client's request handler did not answer within {timeout:?}"),
+                )),
+            };
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+            outbound.send(jsonrpc::response_line(&id, &outcome));
+        });
+    }
+}
