@@ -8,3 +8,5 @@
 mod common;
 
 mod ids;
+mod revival;
+mod settings;
