@@ -152,7 +152,11 @@ impl MachinePolicy {
             max_reconnect_attempts: s.max_reconnect_attempts,
             revive: s.revive.then(|| revival_backoff(s)),
             stability_window: s.stability_window,
-            first_reconnect_spread: s.first_reconnect_spread.unwrap_or(spread_by_default),
+            // Never longer than any later wait (a set spread that is, is refused by validation).
+            first_reconnect_spread: s
+                .first_reconnect_spread
+                .unwrap_or(spread_by_default)
+                .min(s.reconnect_backoff.max()),
         }
     }
 }
@@ -163,4 +167,29 @@ impl MachinePolicy {
 fn revival_backoff(s: &Settings) -> Backoff {
     let start = s.startup_backoff.max().max(s.reconnect_backoff.initial());
     s.reconnect_backoff.starting_at(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+
+    #[test]
+    fn the_policy_follows_the_settings() {
+        let http = ServerConfig::http("h", "http://x/mcp");
+        let p = MachinePolicy::new(&Settings::default(), http.transport());
+        let revive = p.revive.expect("revival is on by default");
+        assert_eq!(revive.initial(), Duration::from_secs(2), "the start-up cap");
+        assert_eq!(revive.max(), Duration::from_secs(30), "the reconnect cap");
+        assert_eq!(p.first_reconnect_spread, Duration::from_secs(1));
+
+        let s = Settings {
+            revive: false,
+            reconnect_backoff: Backoff::new(Duration::from_millis(100), Duration::from_millis(500)),
+            ..Settings::default()
+        };
+        let p = MachinePolicy::new(&s, http.transport());
+        assert_eq!(p.revive, None);
+        assert_eq!(p.first_reconnect_spread, Duration::from_millis(500));
+    }
 }
