@@ -100,7 +100,7 @@ async fn run(url: String, scenario: String) -> Result<(), Box<dyn std::error::Er
     loop {
         match states.recv().await {
             Some(ServerState::Ready) => break,
-            Some(ServerState::Failed { error }) => return Err(error.into()),
+            Some(ServerState::Failed { error, .. }) => return Err(error.into()),
             Some(_) => {}
             None => return Err("the supervisor stopped".into()),
         }

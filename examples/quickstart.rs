@@ -187,7 +187,7 @@ async fn wait_for(
     loop {
         match tokio::time::timeout_at(deadline, states.recv()).await {
             Ok(Some(state)) if state.name() == name => return Ok(()),
-            Ok(Some(ServerState::Failed { error })) => {
+            Ok(Some(ServerState::Failed { error, .. })) => {
                 return Err(format!("demo failed: {error}").into())
             }
             Ok(Some(_)) => {}

@@ -68,6 +68,25 @@ pub enum Error {
         stderr_tail: Vec<String>,
     },
 
+    /// The server's program could not be started because it is not there or may not be run
+    /// (`ENOENT`, `EACCES`, `ENOTDIR` when spawning), or because its working directory is. Not
+    /// retried: the same spawn would fail the same way until the configuration or the system is
+    /// fixed (then send `Reconnect`). A connection error by kind
+    /// ([`ErrorKind::InvalidConnection`]): spawning is how a stdio connection is made.
+    #[error("server `{server}`: cannot start `{command}`{}: {message}", InDir(.cwd))]
+    Spawn {
+        /// Server name.
+        server: String,
+        /// The command that could not be run.
+        command: String,
+        /// The working directory, when the problem is the directory (then `field` is `cwd`).
+        cwd: Option<String>,
+        /// The setting to fix: `command`, or `cwd`.
+        field: String,
+        /// What the system said.
+        message: String,
+    },
+
     /// The server refused our credentials (HTTP 401 or 403). Not retried: retrying with the same
     /// credentials would only hammer the server.
     #[error("server `{server}` refused the request: HTTP {status} {message}")]
@@ -215,7 +234,7 @@ impl Error {
             Error::Timeout { .. } => ErrorKind::Timeout,
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::Unavailable { .. } => ErrorKind::Unavailable,
-            Error::Connection { .. } => ErrorKind::InvalidConnection,
+            Error::Connection { .. } | Error::Spawn { .. } => ErrorKind::InvalidConnection,
             Error::Unauthorized { .. } => ErrorKind::Unauthorized,
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
@@ -225,6 +244,24 @@ impl Error {
             Error::Config { .. } => ErrorKind::Config,
             Error::Stopped { .. } => ErrorKind::Stopped,
         }
+    }
+
+    /// Whether trying the same thing again, unchanged, can succeed. `false` for refused
+    /// credentials, a server that speaks no protocol version we do, a program that cannot be
+    /// started, an invalid configuration, an unknown server and a stopped one: only a change
+    /// of configuration or of the server (then `Reconnect`) can help. The connection state
+    /// machine asks this before every retry, so that such failures neither burn the start-up
+    /// retries nor are revived in the background.
+    pub fn retry_can_help(&self) -> bool {
+        !matches!(
+            self,
+            Error::Unauthorized { .. }
+                | Error::UnsupportedProtocolVersion { .. }
+                | Error::Spawn { .. }
+                | Error::Config { .. }
+                | Error::ServerNotFound { .. }
+                | Error::Stopped { .. }
+        )
     }
 
     /// Shorthand for `self.kind().code()`.
@@ -308,6 +345,17 @@ impl fmt::Display for ExitStatus<'_> {
     }
 }
 
+struct InDir<'a>(&'a Option<String>);
+
+impl fmt::Display for InDir<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(dir) => write!(f, " in `{dir}`"),
+            None => Ok(()),
+        }
+    }
+}
+
 struct ServerName<'a>(&'a Option<String>);
 
 impl fmt::Display for ServerName<'_> {
@@ -366,6 +414,50 @@ mod tests {
             e.without_stderr(),
             "server `fs`: connection failed: process exited (exit code 1)"
         );
+    }
+
+    #[test]
+    fn retrying_cannot_help_refusals_bad_versions_missing_programs_and_bad_config() {
+        let spawn = Error::Spawn {
+            server: "fs".into(),
+            command: "/no/such".into(),
+            cwd: None,
+            field: "command".into(),
+            message: "No such file or directory (os error 2)".into(),
+        };
+        assert_eq!(
+            spawn.to_string(),
+            "server `fs`: cannot start `/no/such`: No such file or directory (os error 2)"
+        );
+        assert_eq!(spawn.kind(), ErrorKind::InvalidConnection);
+        let never = [
+            spawn,
+            Error::Unauthorized {
+                server: "h".into(),
+                status: 401,
+                message: String::new(),
+            },
+            Error::UnsupportedProtocolVersion {
+                server: "h".into(),
+                version: "2099-01-01".into(),
+                supported: "2025-11-25".into(),
+            },
+            Error::config(Some("fs"), "command", "must not be empty"),
+        ];
+        for e in &never {
+            assert!(!e.retry_can_help(), "{e}");
+        }
+        let may = [
+            Error::connection("fs", "process exited"),
+            Error::Timeout {
+                server: "fs".into(),
+                method: "initialize".into(),
+                timeout: Duration::from_secs(1),
+            },
+        ];
+        for e in &may {
+            assert!(e.retry_can_help(), "{e}");
+        }
     }
 
     #[test]

@@ -52,7 +52,6 @@
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum and its stable kind codes.
-//! - `time`: deadlines that saturate instead of overflowing (`Duration::MAX` means "never").
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` JSON loader.
@@ -63,7 +62,8 @@
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
-//!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition.
+//!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
+//!   the one place instants are computed (saturating: `Duration::MAX` means "never").
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
 //!   capture, batched writes, process-group shutdown), and `http`, Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
@@ -103,7 +103,6 @@ pub mod config;
 pub mod error;
 pub mod policy;
 pub mod protocol;
-pub(crate) mod time;
 pub(crate) mod transport;
 
 pub use actor::messages::{

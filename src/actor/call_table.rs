@@ -114,7 +114,7 @@ impl CallTable {
             });
         }
         match situation.state {
-            ServerState::Failed { error } => {
+            ServerState::Failed { error, .. } => {
                 return Err(Error::Unavailable {
                     server: self.server.to_string(),
                     reason: error.without_stderr(),
@@ -781,6 +781,7 @@ mod tests {
         let now = Instant::now();
         let failed = ServerState::Failed {
             error: Error::connection("demo", "spawn failed"),
+            revive_at: None,
         };
         let kind = |r: Result<Receipt, Error>| r.err().map(|e| e.kind());
         assert_eq!(
@@ -833,6 +834,7 @@ mod tests {
             .unwrap();
         let failed = ServerState::Failed {
             error: Error::connection("demo", "gave up"),
+            revive_at: None,
         };
         calls.fail_waiting(&at(&failed));
         assert_eq!(error_kind(&mut queued), Some(ErrorKind::Unavailable));

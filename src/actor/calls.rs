@@ -16,8 +16,8 @@ use tokio::sync::{oneshot, watch};
 
 use crate::actor::messages::{Call, Progress};
 use crate::error::Error;
+use crate::policy::deadline::saturating_add;
 use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
-use crate::time;
 
 /// How long the caller's future waits for the actor to answer an expired call before it answers
 /// `Timeout` on its own.
@@ -75,7 +75,7 @@ impl CallEntry {
         now: Instant,
     ) -> (CallEntry, Receipt) {
         let timeout = call.options.timeout.unwrap_or(default_timeout);
-        let deadline = time::deadline(now, timeout);
+        let deadline = saturating_add(now, timeout);
         let mut params = call.params;
         let mut moved_deadline = None;
         let progress = if call.options.progress.is_some()
@@ -94,7 +94,7 @@ impl CallEntry {
             let reset = call.options.reset_timeout_on_progress.map(|max_total| {
                 let (tx, rx) = watch::channel(deadline);
                 moved_deadline = Some(rx);
-                (tx, time::deadline(now, max_total.max(timeout)))
+                (tx, saturating_add(now, max_total.max(timeout)))
             });
             Some(ProgressRoute {
                 recipient: call.options.progress,
@@ -179,7 +179,7 @@ impl CallEntry {
     pub fn on_progress(&self, server: &str, params: &Value, now: Instant) {
         let Some(route) = &self.progress else { return };
         if let Some((deadline, latest)) = &route.reset {
-            let _ = deadline.send(time::deadline(now, self.timeout).min(*latest));
+            let _ = deadline.send(saturating_add(now, self.timeout).min(*latest));
         }
         if let Some(recipient) = &route.recipient {
             let progress = params

@@ -199,11 +199,16 @@ impl ServerActor {
             ids: self.ids.clone(),
         };
         tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
+        // An actor started on its own has not been through the supervisor's checks: invalid
+        // settings fail the attempt, and retrying cannot help that.
+        let checked = self.config.validate_with(&self.settings);
         let handle = ctx.spawn(
-            attempt
-                .run()
-                .into_actor(self)
-                .map(move |result, act, ctx| act.on_attempt_done(seq, result, ctx)),
+            async move {
+                checked?;
+                attempt.run().await
+            }
+            .into_actor(self)
+            .map(move |result, act, ctx| act.on_attempt_done(seq, result, ctx)),
         );
         self.attempt = Some(handle);
     }

@@ -86,7 +86,7 @@ impl SupervisorBuilder {
     pub fn start(self) -> Result<Addr<Supervisor>, Error> {
         let mut seen = BTreeSet::new();
         for config in &self.servers {
-            config.validate()?;
+            config.validate_with(&self.settings)?;
             if !seen.insert(config.name().to_owned()) {
                 return Err(Error::config(
                     Some(config.name()),
@@ -373,7 +373,7 @@ impl Handler<AddServer> for Supervisor {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, AddServer(config): AddServer, ctx: &mut Context<Self>) -> Self::Result {
-        config.validate()?;
+        config.validate_with(&self.settings)?;
         if self.shutting_down {
             return Err(Error::Stopped {
                 server: config.name().to_owned(),

@@ -35,6 +35,16 @@ macro_rules! settings {
             $( pub(super) $field: Option<$ty>, )*
         }
 
+        impl Overrides {
+            /// Whether this server sets `field` itself (for validation messages).
+            pub(super) fn is_set(&self, field: &str) -> bool {
+                match field {
+                    $( stringify!($field) => self.$field.is_some(), )*
+                    _ => false,
+                }
+            }
+        }
+
         impl Settings {
             fn apply(&self, o: &Overrides) -> Settings {
                 Settings { $( $field: o.$field.clone().unwrap_or_else(|| self.$field.clone()), )* }
@@ -66,6 +76,13 @@ settings! {
     /// Reconnect attempts after a Ready connection broke before giving up; `None` (the default)
     /// never gives up.
     max_reconnect_attempts: Option<u32> = None;
+    /// Whether a `Failed` server keeps being revived in the background (default true): one
+    /// attempt at a time, the first `startup_backoff`'s cap after the last start-up retry, then
+    /// doubling on the reconnect backoff up to `reconnect_backoff`'s cap, each announced with
+    /// its time. Never for failures that retrying cannot fix (refused credentials, no protocol
+    /// version in common, a program that cannot be started, invalid settings): those wait for
+    /// `Reconnect`. false: every Failed server waits for `Reconnect`.
+    revive: bool = true;
     /// The first reconnect after a stable connection waits a random time below this, so that
     /// the clients of a restarted server do not all come back in the same instant (only while
     /// `reconnect_backoff` has jitter). `None` (the default): at once for stdio servers, which
@@ -73,7 +90,8 @@ settings! {
     first_reconnect_spread: Option<Duration> = None;
     /// How long a connection must stay Ready before the reconnect backoff starts from the
     /// beginning again (default 10 s), so a server that crashes right after start-up cannot make
-    /// us reconnect in a tight loop.
+    /// us reconnect in a tight loop. A shorter Ready period pays the backoff down in
+    /// proportion: Ready for half the window halves the reconnect streak.
     stability_window: Duration = Duration::from_secs(10);
     /// Time allowed to spawn the server and complete the handshake (default 30 s).
     connect_timeout: Duration = Duration::from_secs(30);

@@ -1,14 +1,32 @@
-//! [`ServerConfig::validate`]: every check of a configuration that can be made before anything
-//! runs, in one place, so that the `mcpServers` loader and the supervisor reject the same things
-//! with the same words.
+//! Every check of a configuration that can be made before anything runs, in one place, so that
+//! the `mcpServers` loader, the supervisor (at start and on `AddServer`) and a `ServerActor`
+//! started on its own reject the same things with the same words: [`ServerConfig::validate`]
+//! and [`ServerConfig::validate_with`] (a server's own configuration and the settings in force
+//! for it), and [`Settings::validate`] (settings on their own).
+//!
+//! A setting is checked where its value would leave a server unusable or make us hammer it:
+//! zero limits, zero timeouts, a backoff without a pause or with its cap below its start, a
+//! first-reconnect spread longer than any later wait. The error names the field and whether
+//! the value is the server's own (an override) or a global setting.
+
+use std::time::Duration;
 
 use super::transport::{HttpConfig, Transport};
-use super::ServerConfig;
+use super::{ServerConfig, Settings};
 use crate::error::Error;
+use crate::policy::backoff::Backoff;
 
 impl ServerConfig {
-    /// Checks the parts of the configuration that can be wrong before anything runs.
+    /// Checks the server's own configuration, and its settings as they would be under the
+    /// built-in defaults. A supervisor checks with its global settings instead
+    /// ([`validate_with`](Self::validate_with)).
     pub fn validate(&self) -> Result<(), Error> {
+        self.validate_with(&Settings::default())
+    }
+
+    /// Checks everything that can be wrong before anything runs: the server's own configuration,
+    /// and the settings in force for it (its overrides on `global`).
+    pub fn validate_with(&self, global: &Settings) -> Result<(), Error> {
         let name = Some(self.name.as_str());
         if self.name.trim().is_empty() {
             return Err(Error::config(
@@ -33,18 +51,111 @@ impl ServerConfig {
             }
             Transport::Http(http) => validate_http(name, http)?,
         }
-        if self.overrides.max_in_flight == Some(0) {
-            return Err(Error::config(name, "max_in_flight", "must be at least 1"));
-        }
-        if self.overrides.max_message_bytes.is_some_and(|n| n < 1024) {
-            return Err(Error::config(
-                name,
-                "max_message_bytes",
-                "must be at least 1024",
-            ));
-        }
-        Ok(())
+        check_settings(&self.settings(global), &|field, message| {
+            let origin = if self.overrides.is_set(field) {
+                "this server's own setting"
+            } else {
+                "global setting"
+            };
+            Error::config(name, field, format!("{message} ({origin})"))
+        })
     }
+}
+
+impl Settings {
+    /// Checks settings on their own, e.g. global settings before any server is added. The
+    /// error names the field.
+    pub fn validate(&self) -> Result<(), Error> {
+        check_settings(self, &|field, message| Error::config(None, field, message))
+    }
+}
+
+/// Every check of a server's settings; `error` words the problem with `field`.
+fn check_settings(s: &Settings, error: &dyn Fn(&str, &str) -> Error) -> Result<(), Error> {
+    let above_zero = [
+        (
+            "connect_timeout",
+            s.connect_timeout,
+            "must be above zero: every connection attempt would time out at once",
+        ),
+        (
+            "call_timeout",
+            s.call_timeout,
+            "must be above zero: every call without a timeout of its own would time out at once",
+        ),
+        (
+            "ping_timeout",
+            s.ping_timeout,
+            "must be above zero: every liveness ping would fail and restart a healthy server",
+        ),
+        (
+            "stability_window",
+            s.stability_window,
+            "must be above zero: a server that crashes right after it connects would be \
+             restarted in a tight loop",
+        ),
+    ];
+    for (field, value, message) in above_zero {
+        if value.is_zero() {
+            return Err(error(field, message));
+        }
+    }
+    if s.max_in_flight == 0 {
+        return Err(error(
+            "max_in_flight",
+            "must be at least 1: every call would be refused as overloaded",
+        ));
+    }
+    if s.max_message_bytes < 1024 {
+        return Err(error(
+            "max_message_bytes",
+            "must be at least 1024: the server's answers to the handshake would be dropped",
+        ));
+    }
+    check_backoff("startup_backoff", &s.startup_backoff, error)?;
+    check_backoff("reconnect_backoff", &s.reconnect_backoff, error)?;
+    if s.reconnect_backoff.initial().is_zero() {
+        return Err(error(
+            "reconnect_backoff",
+            "the first delay must be above zero: reconnect attempts would follow each other \
+             without a pause",
+        ));
+    }
+    let cap = s.reconnect_backoff.max();
+    if let Some(spread) = s.first_reconnect_spread.filter(|spread| *spread > cap) {
+        return Err(error(
+            "first_reconnect_spread",
+            &format!(
+                "{} is longer than reconnect_backoff's cap ({}): the first reconnect would wait \
+                 longer than any later one",
+                show(spread),
+                show(cap)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_backoff(
+    field: &str,
+    backoff: &Backoff,
+    error: &dyn Fn(&str, &str) -> Error,
+) -> Result<(), Error> {
+    match backoff.cap_below_initial() {
+        Some(cap) => Err(error(
+            field,
+            &format!(
+                "the cap ({}) is below the first delay ({}): are the two swapped?",
+                show(cap),
+                show(backoff.initial())
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn show(d: Duration) -> String {
+    format!("{d:?}")
 }
 
 fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
@@ -121,5 +232,81 @@ mod tests {
             .validate()
             .is_err());
         assert!(ServerConfig::stdio("a", "x").validate().is_ok());
+    }
+
+    fn field_of(e: Error) -> String {
+        match e {
+            Error::Config { field, .. } => field,
+            other => panic!("not a config error: {other}"),
+        }
+    }
+
+    /// Defect 12: the global settings are checked too, as the settings in force for each
+    /// server, and the error names the field and where its value came from.
+    #[test]
+    fn global_settings_that_leave_a_server_unusable_are_rejected() {
+        fn ms(n: u64) -> Duration {
+            Duration::from_millis(n)
+        }
+        type Breaker = Box<dyn Fn(&mut Settings)>;
+        let cases: Vec<(&str, Breaker)> = vec![
+            ("max_in_flight", Box::new(|s| s.max_in_flight = 0)),
+            ("max_message_bytes", Box::new(|s| s.max_message_bytes = 0)),
+            ("connect_timeout", Box::new(|s| s.connect_timeout = ms(0))),
+            ("call_timeout", Box::new(|s| s.call_timeout = ms(0))),
+            ("ping_timeout", Box::new(|s| s.ping_timeout = ms(0))),
+            ("stability_window", Box::new(|s| s.stability_window = ms(0))),
+            (
+                "startup_backoff",
+                Box::new(|s| s.startup_backoff = Backoff::new(ms(5000), ms(10))),
+            ),
+            (
+                "reconnect_backoff",
+                Box::new(|s| s.reconnect_backoff = Backoff::new(ms(0), ms(100))),
+            ),
+            (
+                "reconnect_backoff",
+                Box::new(|s| s.reconnect_backoff = Backoff::new(ms(30_000), ms(100))),
+            ),
+            (
+                "first_reconnect_spread",
+                Box::new(|s| s.first_reconnect_spread = Some(Duration::MAX)),
+            ),
+        ];
+        let server = ServerConfig::stdio("a", "x");
+        for (field, break_it) in cases {
+            let mut global = Settings::default();
+            break_it(&mut global);
+            let e = server.validate_with(&global).unwrap_err();
+            let shown = e.to_string();
+            assert!(shown.contains("server `a`"), "{shown}");
+            assert!(shown.ends_with("(global setting)"), "{shown}");
+            assert_eq!(field_of(e), field);
+            assert_eq!(field_of(global.validate().unwrap_err()), field);
+        }
+        assert!(server.validate_with(&Settings::default()).is_ok());
+        assert!(Settings::default().validate().is_ok());
+    }
+
+    #[test]
+    fn an_override_can_mend_or_break_what_the_global_settings_say() {
+        let global = Settings {
+            max_in_flight: 0,
+            ..Settings::default()
+        };
+        let mended = ServerConfig::stdio("a", "x").max_in_flight(8);
+        assert!(mended.validate_with(&global).is_ok());
+        let broken = ServerConfig::stdio("b", "x").call_timeout(Duration::ZERO);
+        let e = broken.validate_with(&Settings::default()).unwrap_err();
+        assert!(
+            e.to_string().ends_with("(this server's own setting)"),
+            "{e}"
+        );
+        assert_eq!(field_of(e), "call_timeout");
+        // The largest values are not mistakes: deadlines saturate.
+        let patient = ServerConfig::stdio("c", "x")
+            .call_timeout(Duration::MAX)
+            .connect_timeout(Duration::MAX);
+        assert!(patient.validate().is_ok());
     }
 }

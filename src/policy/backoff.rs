@@ -26,6 +26,9 @@ use rand::Rng;
 pub struct Backoff {
     initial: Duration,
     max: Duration,
+    /// The cap as asked for, which may be below `initial` (then `max` is `initial`): kept so
+    /// that validation can point out what is probably a mix-up of the two.
+    requested_max: Duration,
     multiplier: f64,
     jitter: f64,
 }
@@ -36,6 +39,7 @@ impl Backoff {
         Backoff {
             initial,
             max: max.max(initial),
+            requested_max: max,
             multiplier: 2.0,
             jitter: 0.5,
         }
@@ -77,6 +81,23 @@ impl Backoff {
         self.max
     }
 
+    /// The cap as it was asked for, when it is below the initial delay (and so was raised to
+    /// it): probably the two were mixed up.
+    pub fn cap_below_initial(&self) -> Option<Duration> {
+        (self.requested_max < self.initial).then_some(self.requested_max)
+    }
+
+    /// The same schedule (multiplier, jitter, cap), starting at `initial` instead; the cap is
+    /// raised to `initial` if it is below.
+    pub fn starting_at(self, initial: Duration) -> Self {
+        Backoff {
+            initial,
+            max: self.max.max(initial),
+            requested_max: self.max,
+            ..self
+        }
+    }
+
     /// The delay before retry number `n` (0-based: `n = 0` is the first retry).
     pub fn delay<R: Rng + ?Sized>(&self, n: u32, rng: &mut R) -> Duration {
         let base = self.base_delay(n);
@@ -84,7 +105,7 @@ impl Backoff {
             return base;
         }
         let extra = base.mul_f64(self.jitter * rng.random::<f64>());
-        let delay = base + extra;
+        let delay = base.saturating_add(extra);
         if delay > self.max {
             // Reflect the overshoot below the cap, so delays at the cap keep their spread.
             self.max.saturating_sub(delay - self.max)
@@ -178,5 +199,30 @@ mod tests {
         // max below initial is raised to initial; NaN multiplier means doubling; inf jitter off.
         assert_eq!(b.max(), ms(10));
         assert_eq!(b.delay(3, &mut rng), ms(10));
+        assert_eq!(b.cap_below_initial(), Some(ms(5)));
+        assert_eq!(Backoff::new(ms(5), ms(10)).cap_below_initial(), None);
+    }
+
+    #[test]
+    fn the_largest_delays_saturate_instead_of_panicking() {
+        let b = Backoff::new(Duration::MAX, Duration::MAX);
+        let mut rng = StdRng::seed_from_u64(0);
+        for n in [0, 1, u32::MAX] {
+            assert_eq!(b.delay(n, &mut rng), Duration::MAX);
+        }
+    }
+
+    #[test]
+    fn starting_at_keeps_the_schedule_from_a_new_first_delay() {
+        let b = Backoff::new(ms(100), Duration::from_secs(30)).jitter(0.0);
+        let revival = b.starting_at(Duration::from_secs(2));
+        let mut rng = StdRng::seed_from_u64(1);
+        let got: Vec<u64> = (0..6)
+            .map(|n| revival.delay(n, &mut rng).as_millis() as u64)
+            .collect();
+        assert_eq!(got, [2000, 4000, 8000, 16000, 30000, 30000]);
+        // A start above the cap raises the cap: never faster than the start.
+        let slow = b.starting_at(Duration::from_secs(60));
+        assert_eq!(slow.delay(3, &mut rng), Duration::from_secs(60));
     }
 }

@@ -138,6 +138,51 @@ fn describe_exit(status: &std::process::ExitStatus) -> String {
     }
 }
 
+/// What a failed spawn means. A program that is missing or may not be run, or a working
+/// directory that is missing or cannot be entered, fails the same way every time: that is
+/// [`Error::Spawn`], which is not retried, naming the setting to fix. Anything else (out of
+/// memory, of processes, of file descriptors) may pass, and is a connection error.
+fn spawn_error(server: &str, config: &StdioConfig, e: std::io::Error) -> Error {
+    use nix::errno::Errno;
+    let permanent = e.raw_os_error().map(Errno::from_raw).is_some_and(|errno| {
+        matches!(
+            errno,
+            Errno::ENOENT
+                | Errno::EACCES
+                | Errno::EPERM
+                | Errno::ENOTDIR
+                | Errno::ENOEXEC
+                | Errno::ELOOP
+                | Errno::ENAMETOOLONG
+        )
+    });
+    if !permanent {
+        return Error::connection(server, format!("cannot start `{}`: {e}", config.command));
+    }
+    // The error does not say whether the program or the directory is at fault: check the
+    // directory, which is the cheaper question.
+    let bad_dir = config.cwd.as_ref().filter(|dir| {
+        !dir.is_dir() || nix::unistd::access(dir.as_path(), nix::unistd::AccessFlags::X_OK).is_err()
+    });
+    Error::Spawn {
+        server: server.to_owned(),
+        command: config.command.clone(),
+        cwd: bad_dir.map(|dir| dir.display().to_string()),
+        field: if bad_dir.is_some() { "cwd" } else { "command" }.to_owned(),
+        message: match bad_dir {
+            Some(_) => format!("the working directory is missing or cannot be entered ({e})"),
+            // A script whose `#!` interpreter is missing fails with ENOENT too.
+            None if e.kind() == std::io::ErrorKind::NotFound
+                && config.command.contains('/')
+                && std::path::Path::new(&config.command).is_file() =>
+            {
+                format!("{e}: the file exists, so its `#!` interpreter is probably missing")
+            }
+            None => e.to_string(),
+        },
+    }
+}
+
 /// Starts the child and wires up its pipes.
 pub(crate) fn spawn(
     server: &Arc<str>,
@@ -163,9 +208,7 @@ pub(crate) fn spawn(
     if let Some(dir) = &config.cwd {
         cmd.current_dir(dir);
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        Error::connection(server, format!("cannot start `{}`: {e}", config.command))
-    })?;
+    let mut child = cmd.spawn().map_err(|e| spawn_error(server, config, e))?;
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

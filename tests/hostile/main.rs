@@ -2,14 +2,16 @@
 //! `mcp-hostile-server` over stdio, the in-tree HTTP test server's fault switches), and API
 //! misuse. Each module is one family of hostile behaviour; every case checks that the runtime
 //! keeps its promises: one right answer per call by its deadline, no panic, no unbounded loop or
-//! memory, and server text that cannot forge our logs.
+//! memory, and server text that cannot forge our logs. (Cases that measure memory are in
+//! `tests/bounded_memory.rs`, a binary of their own.)
 
 #[path = "../common/mod.rs"]
 mod common;
 
-mod floods;
 mod handshake;
 mod ids;
 mod lists;
 mod misuse;
+mod revival;
 mod server_requests;
+mod settings;

@@ -1,13 +1,14 @@
 //! [`ConnectionMachine`]: every transition of the connection state machine (see the diagram in
-//! [`policy::state`](super)), so that the whole connect, retry, give-up and reconnect logic
-//! reads in this one file.
+//! [`policy::state`](super)), so that the whole connect, retry, give-up, revive and reconnect
+//! logic reads in this one file.
 
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 
 use super::{Action, Event, MachinePolicy, ServerState};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
+use crate::policy::deadline::saturating_add;
 
 /// The connection state machine of one server.
 #[derive(Debug)]
@@ -21,8 +22,12 @@ pub struct ConnectionMachine {
     ready_since: Option<Instant>,
     /// Attempts made before giving up, while Failed.
     failed_after: u32,
-    /// Reconnect attempts since the last connection that stayed Ready for the stability window.
-    /// It survives short Ready periods, so a crash loop backs off instead of spinning.
+    /// Background revival attempts made since the server became Failed.
+    revivals: u32,
+    /// How far the reconnect backoff has grown: reconnect attempts in recent outages. Time
+    /// spent Ready pays it down in proportion to the stability window (all of it after a full
+    /// window), so a crash loop backs off instead of spinning, and a server that stays up a
+    /// while between short outages keeps short waits.
     streak: u32,
     /// Identifies the one backoff timer that is current.
     token: u64,
@@ -39,6 +44,7 @@ impl ConnectionMachine {
             connecting: false,
             ready_since: None,
             failed_after: 0,
+            revivals: 0,
             streak: 0,
             token: 0,
         }
@@ -70,6 +76,14 @@ impl ConnectionMachine {
         }
     }
 
+    /// Background revival attempts made since the server became Failed (0 when it is not).
+    pub fn revivals(&self) -> u32 {
+        match self.state {
+            ServerState::Failed { .. } => self.revivals,
+            _ => 0,
+        }
+    }
+
     /// Feeds one event; returns what to do, in order.
     pub fn on<R: Rng + ?Sized>(&mut self, event: Event, now: Instant, rng: &mut R) -> Vec<Action> {
         if self.state == ServerState::Stopped {
@@ -80,15 +94,7 @@ impl ConnectionMachine {
             Event::Connected => self.on_connected(now),
             Event::ConnectFailed(error) => self.on_connect_failed(error, now, rng),
             Event::ConnectionLost(error) => self.on_lost(&error.to_string(), now, rng, false),
-            Event::RetryTimer { token } => {
-                if token != self.token || self.connecting || self.retry_pending_state().is_none() {
-                    return Vec::new();
-                }
-                if let ServerState::Reconnecting { retry_at, .. } = &mut self.state {
-                    *retry_at = None;
-                }
-                self.start_attempt()
-            }
+            Event::RetryTimer { token } => self.on_timer(token),
             Event::Reconnect => self.on_reconnect_requested(now, rng),
             Event::Stop => {
                 self.token += 1;
@@ -106,11 +112,20 @@ impl ConnectionMachine {
         }
     }
 
-    fn retry_pending_state(&self) -> Option<()> {
-        match self.state {
-            ServerState::Connecting { .. } | ServerState::Reconnecting { .. } => Some(()),
-            _ => None,
+    fn on_timer(&mut self, token: u64) -> Vec<Action> {
+        if token != self.token || self.connecting {
+            return Vec::new();
         }
+        match &mut self.state {
+            ServerState::Connecting { .. } => {}
+            ServerState::Reconnecting { retry_at, .. } => *retry_at = None,
+            // The revival time stays shown (now in the past) while its attempt runs.
+            ServerState::Failed {
+                revive_at: Some(_), ..
+            } => self.revivals = self.revivals.saturating_add(1),
+            _ => return Vec::new(),
+        }
+        self.start_attempt()
     }
 
     fn enter(&mut self, state: ServerState, now: Instant) {
@@ -135,6 +150,14 @@ impl ConnectionMachine {
             ServerState::Reconnecting { attempt, .. } => {
                 format!("Reconnected (after {attempt} attempt{})", plural(attempt))
             }
+            ServerState::Failed { .. } => {
+                // The reconnect streak is kept: a server that was Failed after a crash loop
+                // and dies again at once goes on backing off (Ready time pays it down).
+                format!(
+                    "Revived in the background (revival attempt {})",
+                    self.revivals
+                )
+            }
             _ => "Connected".to_string(),
         };
         self.ready_since = Some(now);
@@ -158,14 +181,19 @@ impl ConnectionMachine {
             return Vec::new();
         }
         self.connecting = false;
-        if error.kind() == ErrorKind::Unauthorized {
-            // The same credentials will be refused again: retrying would only hammer the server.
+        if let ServerState::Failed { .. } = self.state {
+            return self.on_revival_failed(error, now, rng);
+        }
+        if !error.retry_can_help() {
+            // The same attempt would fail the same way (refused credentials, no protocol
+            // version in common, no program to run): retrying would only hammer the server.
             let attempts = self.attempts();
-            return self.give_up(error, attempts, now);
+            return self.give_up(error, attempts, now, rng);
         }
         match self.state.clone() {
             ServerState::Connecting { attempt, max } if attempt < max => {
-                let after = self.policy.startup_backoff.delay(attempt, rng);
+                let backoff = self.policy.startup_backoff.delay(attempt, rng);
+                let after = wait_after(&error, backoff);
                 self.token += 1;
                 self.enter(
                     ServerState::Connecting {
@@ -188,22 +216,22 @@ impl ConnectionMachine {
                     },
                 ]
             }
-            ServerState::Connecting { attempt, .. } => self.give_up(error, attempt + 1, now),
+            ServerState::Connecting { attempt, .. } => self.give_up(error, attempt + 1, now, rng),
             ServerState::Reconnecting { attempt, .. } => {
                 if self
                     .policy
                     .max_reconnect_attempts
                     .is_some_and(|max| attempt >= max)
                 {
-                    return self.give_up(error, attempt, now);
+                    return self.give_up(error, attempt, now, rng);
                 }
-                let after = self.next_reconnect_delay(rng);
+                let backoff = self.next_reconnect_delay(rng);
+                let after = wait_after(&error, backoff);
                 self.token += 1;
-                let retry_at = now + after;
                 self.enter(
                     ServerState::Reconnecting {
                         attempt: attempt + 1,
-                        retry_at: Some(retry_at),
+                        retry_at: Some(saturating_add(now, after)),
                     },
                     now,
                 );
@@ -238,12 +266,10 @@ impl ConnectionMachine {
         if self.state != ServerState::Ready {
             return Vec::new();
         }
-        let stable = self
+        let up = self
             .ready_since
-            .is_some_and(|t| now.saturating_duration_since(t) >= self.policy.stability_window);
-        if stable {
-            self.streak = 0;
-        }
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.streak = paid_down(self.streak, up, self.policy.stability_window);
         self.ready_since = None;
         let mut actions = vec![Action::Disconnect];
         // The first reconnect after a stable period is immediate (or spread, see
@@ -267,7 +293,7 @@ impl ConnectionMachine {
         self.enter(
             ServerState::Reconnecting {
                 attempt: 1,
-                retry_at: (!immediate).then(|| now + after),
+                retry_at: (!immediate).then(|| saturating_add(now, after)),
             },
             now,
         );
@@ -300,8 +326,11 @@ impl ConnectionMachine {
     ) -> Vec<Action> {
         match self.state {
             ServerState::Failed { .. } => {
+                // Start-up again; a revival timer armed before is stale now, and a revival
+                // attempt under way counts as the first attempt.
                 self.token += 1;
                 self.streak = 0;
+                self.revivals = 0;
                 let max = self.policy.max_connect_retries;
                 self.enter(ServerState::Connecting { attempt: 0, max }, now);
                 let mut actions = vec![Action::Announce {
@@ -347,22 +376,112 @@ impl ConnectionMachine {
         }
     }
 
-    fn give_up(&mut self, error: Error, attempts: u32, now: Instant) -> Vec<Action> {
+    /// The wait before the next revival of a Failed server after `error`, if there is to be
+    /// one.
+    fn revival_wait<R: Rng + ?Sized>(&self, error: &Error, rng: &mut R) -> Option<Duration> {
+        let schedule = self.policy.revive.as_ref()?;
+        if !error.retry_can_help() {
+            return None;
+        }
+        Some(wait_after(error, schedule.delay(self.revivals, rng)))
+    }
+
+    fn give_up<R: Rng + ?Sized>(
+        &mut self,
+        error: Error,
+        attempts: u32,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
         self.token += 1;
         self.failed_after = attempts;
+        self.revivals = 0;
+        let revive = self.revival_wait(&error, rng);
         let message = format!(
-            "Failed after {attempts} attempt{}: {error}",
-            plural(attempts)
+            "Failed after {attempts} attempt{}: {error}{}",
+            plural(attempts),
+            what_next(&error, revive)
         );
-        self.enter(ServerState::Failed { error }, now);
-        vec![
+        self.enter(
+            ServerState::Failed {
+                error,
+                revive_at: revive.map(|after| saturating_add(now, after)),
+            },
+            now,
+        );
+        let mut actions = vec![
             Action::Announce {
                 message,
                 warn: true,
             },
             Action::FailWaiting,
-        ]
+        ];
+        actions.extend(revive.map(|after| Action::ScheduleRetry {
+            after,
+            token: self.token,
+        }));
+        actions
     }
+
+    /// A background revival attempt failed: the server stays Failed (since when it first
+    /// failed), with the new error and the next revival time.
+    fn on_revival_failed<R: Rng + ?Sized>(
+        &mut self,
+        error: Error,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
+        self.token += 1;
+        let revive = self.revival_wait(&error, rng);
+        let message = format!(
+            "Revival attempt {} failed: {error}{}",
+            self.revivals,
+            what_next(&error, revive)
+        );
+        self.state = ServerState::Failed {
+            error,
+            revive_at: revive.map(|after| saturating_add(now, after)),
+        };
+        let mut actions = vec![Action::Announce {
+            message,
+            warn: true,
+        }];
+        actions.extend(revive.map(|after| Action::ScheduleRetry {
+            after,
+            token: self.token,
+        }));
+        actions
+    }
+}
+
+/// How long to wait after a failed attempt, given the backoff's `delay`: the one place that
+/// decides it, for start-up retries, reconnects and revivals alike. (A wait the server asked
+/// for, such as HTTP `Retry-After` carried in `error`, belongs here: the longer of the two.)
+fn wait_after(_error: &Error, delay: Duration) -> Duration {
+    delay
+}
+
+/// What a Failed server does next, for its status message.
+fn what_next(error: &Error, revive: Option<Duration>) -> String {
+    match revive {
+        Some(after) => format!("; reviving in {} ms", after.as_millis()),
+        None if !error.retry_can_help() => {
+            "; not retried, since retrying cannot help: waiting for Reconnect".to_string()
+        }
+        None => String::new(),
+    }
+}
+
+/// The reconnect streak after `up` of Ready time: paid down in proportion to the stability
+/// `window` (rounded up, so that a Ready period that ends within moments pays nothing), and
+/// cleared by a full window.
+fn paid_down(streak: u32, up: Duration, window: Duration) -> u32 {
+    if up >= window {
+        return 0;
+    }
+    let left = (window - up).as_nanos();
+    let owed = (u128::from(streak) * left).div_ceil(window.as_nanos());
+    u32::try_from(owed).unwrap_or(streak)
 }
 
 fn plural(n: u32) -> &'static str {
@@ -390,6 +509,7 @@ mod tests {
             startup_backoff: Backoff::new(ms(500), Duration::from_secs(2)).jitter(jitter),
             reconnect_backoff: Backoff::new(ms(100), Duration::from_secs(30)).jitter(jitter),
             max_reconnect_attempts: None,
+            revive: None,
             stability_window: Duration::from_secs(10),
             first_reconnect_spread: Duration::ZERO,
         }
@@ -499,7 +619,13 @@ mod tests {
             ["Failed after 4 attempts: server `demo`: connection failed: last"]
         );
         assert_eq!(a.last(), Some(&Action::FailWaiting));
-        assert_eq!(h.m.state(), &ServerState::Failed { error: err("last") });
+        assert_eq!(
+            h.m.state(),
+            &ServerState::Failed {
+                error: err("last"),
+                revive_at: None
+            }
+        );
         assert_eq!(h.m.attempts(), 4);
         // Nothing revives it but an explicit Reconnect, which starts over.
         assert_eq!(h.on(Event::RetryTimer { token: 3 }), []);
@@ -727,5 +853,307 @@ mod tests {
         assert_eq!(h.on(Event::Connected), []);
         assert_eq!(h.on(Event::ConnectFailed(err("x"))), []);
         assert_eq!(h.on(Event::ConnectionLost(err("x"))), []);
+    }
+
+    /// The test policy with background revival on, as `Settings::default()` has it.
+    fn reviving(jitter: f64) -> MachinePolicy {
+        let mut p = policy(jitter);
+        p.revive = Some(p.reconnect_backoff.starting_at(p.startup_backoff.max()));
+        p
+    }
+
+    fn scheduled(actions: &[Action]) -> Option<(Duration, u64)> {
+        actions.iter().find_map(|a| match a {
+            Action::ScheduleRetry { after, token } => Some((*after, *token)),
+            _ => None,
+        })
+    }
+
+    fn revive_at(h: &Harness) -> Option<Instant> {
+        match h.m.state() {
+            ServerState::Failed { revive_at, .. } => *revive_at,
+            other => panic!("not failed: {other:?}"),
+        }
+    }
+
+    /// Defect 13: start-up as before, then Failed with the next revival time, revived in the
+    /// background on the reconnect backoff from the start-up cap, one WARN per attempt.
+    #[test]
+    fn a_failed_server_is_revived_in_the_background() {
+        let mut h = Harness::new(reviving(0.0));
+        h.on(Event::Start);
+        let mut messages = Vec::new();
+        for _ in 0..3 {
+            let a = h.on(Event::ConnectFailed(err("refused")));
+            messages.extend(announced(&a).into_iter().map(str::to_owned));
+            let (after, token) = scheduled(&a).unwrap();
+            h.advance(after);
+            h.on(Event::RetryTimer { token });
+        }
+        assert_eq!(
+            messages,
+            [1, 2, 3].map(|n| format!("Reconnecting to MCP server (attempt {n}/3)…"))
+        );
+        let failed_at = h.now;
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        assert_eq!(
+            announced(&a),
+            ["Failed after 4 attempts: server `demo`: connection failed: refused; reviving in 2000 ms"]
+        );
+        assert!(a.contains(&Action::FailWaiting));
+        let (after, mut token) = scheduled(&a).unwrap();
+        assert_eq!(after, ms(2000), "continues from the start-up cap");
+        assert_eq!(revive_at(&h), Some(failed_at + ms(2000)));
+        assert_eq!(
+            h.m.attempts(),
+            4,
+            "the attempts before giving up, as before"
+        );
+
+        let mut waits = vec![after];
+        for n in 1..=6u32 {
+            h.advance(*waits.last().unwrap());
+            assert_eq!(h.on(Event::RetryTimer { token: token - 1 }), [], "stale");
+            assert_eq!(h.on(Event::RetryTimer { token }), [Action::Connect]);
+            assert!(
+                revive_at(&h).is_some_and(|t| t <= h.now),
+                "shown while it runs"
+            );
+            let a = h.on(Event::ConnectFailed(err("refused")));
+            let warns: Vec<_> = a
+                .iter()
+                .filter(|a| matches!(a, Action::Announce { warn: true, .. }))
+                .collect();
+            assert_eq!(warns.len(), 1, "one WARN per attempt: {a:?}");
+            let (after, next) = scheduled(&a).unwrap();
+            assert_eq!(
+                announced(&a),
+                [format!(
+                    "Revival attempt {n} failed: server `demo`: connection failed: refused; reviving in {} ms",
+                    after.as_millis()
+                )]
+            );
+            assert_eq!(revive_at(&h), Some(h.now + after));
+            assert_eq!(h.m.since(), failed_at, "still the same Failed period");
+            assert_eq!(h.m.revivals(), n);
+            waits.push(after);
+            token = next;
+        }
+        assert_eq!(
+            waits,
+            [2000, 4000, 8000, 16000, 30000, 30000, 30000].map(ms),
+            "up to the reconnect backoff's cap"
+        );
+        h.advance(ms(30000));
+        assert_eq!(h.on(Event::RetryTimer { token }), [Action::Connect]);
+        let a = h.on(Event::Connected);
+        assert_eq!(
+            announced(&a),
+            ["Revived in the background (revival attempt 7)"]
+        );
+        assert!(a.contains(&Action::FlushWaiting));
+        assert!(h.m.state().is_ready());
+        // Back for a while, then lost: an ordinary immediate reconnect.
+        h.advance(Duration::from_secs(60));
+        assert_eq!(
+            h.on(Event::ConnectionLost(err("EOF"))).last(),
+            Some(&Action::Connect)
+        );
+    }
+
+    /// A server Failed after a crash loop (bounded reconnects) and revived keeps its
+    /// reconnect streak: dying again at once still backs off, not an immediate respawn.
+    #[test]
+    fn a_revived_crash_loop_still_backs_off() {
+        let mut p = reviving(0.0);
+        p.max_reconnect_attempts = Some(1);
+        let mut h = Harness::new(p);
+        ready(&mut h);
+        for _ in 0..3 {
+            h.advance(ms(100));
+            let a = h.on(Event::ConnectionLost(err("EOF")));
+            if let Some((after, token)) = scheduled(&a) {
+                h.advance(after);
+                h.on(Event::RetryTimer { token });
+            }
+            h.on(Event::Connected);
+        }
+        h.advance(ms(100));
+        let (after, token) = scheduled(&h.on(Event::ConnectionLost(err("EOF")))).unwrap();
+        assert_eq!(after, ms(400));
+        h.advance(after);
+        h.on(Event::RetryTimer { token });
+        let (after, token) = scheduled(&h.on(Event::ConnectFailed(err("refused")))).unwrap();
+        assert!(revive_at(&h).is_some());
+        h.advance(after);
+        h.on(Event::RetryTimer { token });
+        assert!(announced(&h.on(Event::Connected))[0].starts_with("Revived"));
+        h.advance(ms(100));
+        let a = h.on(Event::ConnectionLost(err("EOF")));
+        assert_eq!(
+            scheduled(&a).map(|(after, _)| after),
+            Some(ms(800)),
+            "the next step after 400 ms, not an immediate respawn"
+        );
+    }
+
+    #[test]
+    fn reconnect_starts_a_failed_server_up_again_and_stales_its_revival() {
+        let mut h = Harness::new(reviving(0.5));
+        let mut p = reviving(0.5);
+        p.max_connect_retries = 0;
+        h.m = ConnectionMachine::new(p, h.now);
+        h.on(Event::Start);
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        let (_, token) = scheduled(&a).unwrap();
+        let a = h.on(Event::Reconnect);
+        assert_eq!(a.last(), Some(&Action::Connect));
+        assert_eq!(h.m.state(), &ServerState::Connecting { attempt: 0, max: 0 });
+        assert_eq!(h.on(Event::RetryTimer { token }), []);
+        // A revival attempt under way when Reconnect comes counts as the start-up's attempt.
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        let (_, token) = scheduled(&a).unwrap();
+        assert_eq!(h.on(Event::RetryTimer { token }), [Action::Connect]);
+        assert_eq!(
+            h.on(Event::Reconnect),
+            [Action::Announce {
+                message: "Reconnect requested; connecting".into(),
+                warn: false
+            }]
+        );
+        assert_eq!(announced(&h.on(Event::Connected)), ["Connected"]);
+    }
+
+    fn unsupported() -> Error {
+        Error::UnsupportedProtocolVersion {
+            server: "demo".into(),
+            version: "2099-01-01".into(),
+            supported: "2025-11-25".into(),
+        }
+    }
+
+    fn missing_binary() -> Error {
+        Error::Spawn {
+            server: "demo".into(),
+            command: "/no/such/server".into(),
+            cwd: None,
+            field: "command".into(),
+            message: "No such file or directory (os error 2)".into(),
+        }
+    }
+
+    /// Defects 9 and 13: what retrying cannot fix fails at once, without start-up retries, and
+    /// is not revived: it waits for `Reconnect`.
+    #[test]
+    fn failures_retrying_cannot_fix_fail_at_once_and_are_not_revived() {
+        for error in [unsupported(), missing_binary()] {
+            let mut h = Harness::new(reviving(0.0));
+            h.on(Event::Start);
+            let a = h.on(Event::ConnectFailed(error.clone()));
+            assert_eq!(scheduled(&a), None, "{error}");
+            assert_eq!(
+                announced(&a),
+                [format!(
+                    "Failed after 1 attempt: {error}; not retried, since retrying cannot help: waiting for Reconnect"
+                )]
+            );
+            assert_eq!(
+                h.m.state(),
+                &ServerState::Failed {
+                    error,
+                    revive_at: None
+                }
+            );
+            assert_eq!(h.m.attempts(), 1);
+            assert_eq!(h.on(Event::Reconnect).last(), Some(&Action::Connect));
+        }
+        // A revival that meets such a failure stops reviving.
+        let mut p = reviving(0.0);
+        p.max_connect_retries = 0;
+        let mut h = Harness::new(p);
+        h.on(Event::Start);
+        let (after, token) = scheduled(&h.on(Event::ConnectFailed(err("refused")))).unwrap();
+        h.advance(after);
+        h.on(Event::RetryTimer { token });
+        let a = h.on(Event::ConnectFailed(unsupported()));
+        assert_eq!(scheduled(&a), None);
+        assert!(announced(&a)[0].starts_with("Revival attempt 1 failed"));
+        assert_eq!(revive_at(&h), None);
+    }
+
+    /// Defect 14: Ready time pays the reconnect streak down in proportion to the stability
+    /// window. A server that is up 5 s between 2 s outages keeps short waits (it used to climb
+    /// to the 30 s cap); one that dies a second after every start still backs off.
+    #[test]
+    fn ready_time_pays_the_backoff_down() {
+        let outages = |up: Duration| {
+            let mut h = Harness::new(policy(0.0));
+            ready(&mut h);
+            let mut waits = Vec::new();
+            for _ in 0..40 {
+                h.advance(up);
+                let lost_at = h.now;
+                let mut a = h.on(Event::ConnectionLost(err("EOF")));
+                loop {
+                    if let Some((after, token)) = scheduled(&a) {
+                        waits.push(after);
+                        h.advance(after);
+                        assert_eq!(h.on(Event::RetryTimer { token }), [Action::Connect]);
+                    }
+                    // The server is back two seconds after it went away.
+                    if h.now.duration_since(lost_at) >= Duration::from_secs(2) {
+                        h.on(Event::Connected);
+                        break;
+                    }
+                    a = h.on(Event::ConnectFailed(err("refused")));
+                }
+            }
+            waits
+        };
+        let up_5s = outages(Duration::from_secs(5));
+        let longest = up_5s.iter().max().copied().unwrap_or_default();
+        assert!(longest <= ms(1600), "longest wait {longest:?}: {up_5s:?}");
+        let crash_loop = outages(Duration::from_secs(1));
+        let longest = crash_loop.iter().max().copied().unwrap_or_default();
+        assert!(longest >= Duration::from_secs(25), "{crash_loop:?}");
+    }
+
+    #[test]
+    fn the_streak_is_paid_down_in_proportion_rounded_up() {
+        let w = Duration::from_secs(10);
+        assert_eq!(paid_down(8, Duration::from_secs(5), w), 4);
+        assert_eq!(paid_down(3, Duration::from_secs(1), w), 3);
+        assert_eq!(paid_down(10, Duration::from_secs(1), w), 9);
+        assert_eq!(paid_down(u32::MAX, Duration::from_secs(5), w), 1 << 31);
+        assert_eq!(paid_down(7, w, w), 0);
+        assert_eq!(paid_down(7, ms(1), Duration::ZERO), 0);
+    }
+
+    /// Every `Instant + Duration` here saturates: enormous backoffs give far-off retry and
+    /// revival times, not a panic of the actor.
+    #[test]
+    fn enormous_backoffs_saturate_instead_of_panicking() {
+        let mut p = reviving(0.0);
+        p.max_connect_retries = 0;
+        p.reconnect_backoff = Backoff::new(Duration::MAX, Duration::MAX).jitter(0.0);
+        p.revive = Some(p.reconnect_backoff);
+        let mut h = Harness::new(p);
+        ready(&mut h);
+        h.advance(Duration::from_secs(60));
+        h.on(Event::ConnectionLost(err("EOF")));
+        let a = h.on(Event::ConnectFailed(err("refused")));
+        assert_eq!(scheduled(&a).map(|(after, _)| after), Some(Duration::MAX));
+        match h.m.state() {
+            ServerState::Reconnecting {
+                retry_at: Some(at), ..
+            } => assert!(*at > h.now + Duration::from_secs(50 * 365 * 24 * 3600)),
+            other => panic!("{other:?}"),
+        }
+        let mut h = Harness::new(h.m.policy.clone());
+        h.on(Event::Start);
+        h.on(Event::ConnectFailed(err("refused")));
+        assert!(
+            revive_at(&h).is_some_and(|t| t > h.now + Duration::from_secs(50 * 365 * 24 * 3600))
+        );
     }
 }

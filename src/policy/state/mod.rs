@@ -13,10 +13,17 @@
 //!              │  retry after 500 ms, 1 s, 2 s     ▼                  │
 //!              │  (attempt N/max), then            Reconnecting{attempt, retry_at}
 //!              ▼                                   │  at once, then 100 ms, 200 ms, ... 30 s
-//!           Failed{error} ◄────────────────────────┘  (only if max_reconnect_attempts is set)
+//!           Failed{error, revive_at} ◄─────────────┘  (only if max_reconnect_attempts is set)
+//!              │ RetryTimer: a revival attempt (2 s, 4 s, ... 30 s); Connected: Ready
 //!              │ Reconnect: start-up again
 //!   any ──Stop──► Stopped
 //! ```
+//!
+//! An error that retrying cannot fix ([`Error::retry_can_help`](crate::Error::retry_can_help)
+//! is false: refused credentials, no protocol version in common, a program that cannot be
+//! started, invalid settings) goes straight to `Failed` from any attempt, with no revival
+//! (`revive_at: None`). Time spent Ready pays the reconnect backoff down in proportion to the
+//! stability window, so a crash loop backs off and a server with short, rare outages does not.
 //!
 //! The vocabulary the machine and the actor share ([`ServerState`], [`Event`], [`Action`],
 //! [`MachinePolicy`]) is in `vocabulary`; the transitions, which are the whole connect, retry,

@@ -32,10 +32,16 @@ pub enum ServerState {
         /// When the next attempt starts, if one is waiting for its backoff timer.
         retry_at: Option<Instant>,
     },
-    /// Gave up: the server is unavailable until a `Reconnect` message. Calls fail at once.
+    /// Gave up for now: calls fail at once (`unavailable`). Unless retrying cannot help (see
+    /// [`Error::retry_can_help`]) or revival is off (the `revive` setting), the server is
+    /// revived in the background, one attempt at `revive_at`, then on the reconnect backoff; a
+    /// `Reconnect` message starts it up again at once either way.
     Failed {
         /// The last connection error.
         error: Error,
+        /// When the next background revival attempt starts (a time in the past while that
+        /// attempt runs). `None`: none will; the server waits for `Reconnect`.
+        revive_at: Option<Instant>,
     },
     /// Shut down for good.
     Stopped,
@@ -70,12 +76,12 @@ pub enum Event {
     ConnectFailed(Error),
     /// A Ready connection broke.
     ConnectionLost(Error),
-    /// A backoff timer armed by [`Action::ScheduleRetry`] fired.
+    /// A backoff or revival timer armed by [`Action::ScheduleRetry`] fired.
     RetryTimer {
         /// The token the timer was armed with.
         token: u64,
     },
-    /// The application asked for a reconnect (revives a Failed server).
+    /// The application asked for a reconnect (starts a Failed server up again at once).
     Reconnect,
     /// Shut down.
     Stop,
@@ -119,6 +125,9 @@ pub struct MachinePolicy {
     pub reconnect_backoff: Backoff,
     /// Reconnect attempts per outage before giving up; `None`: never give up.
     pub max_reconnect_attempts: Option<u32>,
+    /// Delays between the background revival attempts of a Failed server; `None`: a Failed
+    /// server waits for `Reconnect`.
+    pub revive: Option<Backoff>,
     /// How long Ready must last before the reconnect backoff starts over.
     pub stability_window: Duration,
     /// The first reconnect after a stable connection waits a random time below this (when
@@ -141,8 +150,46 @@ impl MachinePolicy {
             startup_backoff: s.startup_backoff,
             reconnect_backoff: s.reconnect_backoff,
             max_reconnect_attempts: s.max_reconnect_attempts,
+            revive: s.revive.then(|| revival_backoff(s)),
             stability_window: s.stability_window,
-            first_reconnect_spread: s.first_reconnect_spread.unwrap_or(spread_by_default),
+            // Never longer than any later wait (a set spread that is, is refused by validation).
+            first_reconnect_spread: s
+                .first_reconnect_spread
+                .unwrap_or(spread_by_default)
+                .min(s.reconnect_backoff.max()),
         }
+    }
+}
+
+/// Revival continues where the start-up retries stopped: from `startup_backoff`'s cap, then on
+/// the reconnect backoff (its multiplier and jitter) up to `reconnect_backoff`'s cap, never
+/// faster than either's first delay.
+fn revival_backoff(s: &Settings) -> Backoff {
+    let start = s.startup_backoff.max().max(s.reconnect_backoff.initial());
+    s.reconnect_backoff.starting_at(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+
+    #[test]
+    fn the_policy_follows_the_settings() {
+        let http = ServerConfig::http("h", "http://x/mcp");
+        let p = MachinePolicy::new(&Settings::default(), http.transport());
+        let revive = p.revive.expect("revival is on by default");
+        assert_eq!(revive.initial(), Duration::from_secs(2), "the start-up cap");
+        assert_eq!(revive.max(), Duration::from_secs(30), "the reconnect cap");
+        assert_eq!(p.first_reconnect_spread, Duration::from_secs(1));
+
+        let s = Settings {
+            revive: false,
+            reconnect_backoff: Backoff::new(Duration::from_millis(100), Duration::from_millis(500)),
+            ..Settings::default()
+        };
+        let p = MachinePolicy::new(&s, http.transport());
+        assert_eq!(p.revive, None);
+        assert_eq!(p.first_reconnect_spread, Duration::from_millis(500));
     }
 }

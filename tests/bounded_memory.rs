@@ -1,5 +1,10 @@
 //! Floods from the server: notifications faster than a subscriber takes them. Memory stays
-//! bounded; state changes always arrive; what is dropped is counted.
+//! bounded; state changes always arrive; what is dropped is counted. (Part of the hostile
+//! suite, in a test binary of its own: RSS is a process-wide figure, and the other hostile
+//! tests — a panic's backtrace alone costs ~160 MiB — would blur it. The tests here run one at
+//! a time, under `SERIAL`.)
+
+mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,9 +14,12 @@ use actix::prelude::*;
 use mcp_supervisor::{Call, Reconnect, ServerEvent, Supervisor};
 use serde_json::json;
 
-use crate::common::*;
+use common::*;
 
 const FLOOD: u64 = 300_000;
+
+/// RSS figures mean something only while one test runs.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A subscriber that takes 100 µs per event, on an arbiter of its own.
 struct Slow {
@@ -53,6 +61,7 @@ fn rss_kib() -> u64 {
 /// dropped and counted, state changes are never lost.
 #[actix::test]
 async fn a_slow_subscriber_costs_a_bounded_queue() {
+    let _serial = SERIAL.lock().await;
     let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
         {"repeat": FLOOD, "do": [
             {"notify": "notifications/message", "params": {"level": "info", "data": "flood"}}
