@@ -15,6 +15,7 @@ use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle;
+use crate::protocol::text::server_text;
 use crate::transport::{http, stdio, Connection, Outbound, SkipCounters, TransportEvent};
 
 /// Guards against a server whose `nextCursor` never ends.
@@ -141,13 +142,7 @@ impl Handshake<'_> {
                 TransportEvent::Message(Inbound::Error { id: got, error })
                     if got.as_ref().and_then(Id::as_ours) == Some(id) =>
                 {
-                    return Err(Error::Rpc {
-                        server: server.to_string(),
-                        method: method.to_string(),
-                        code: error.code,
-                        message: error.message,
-                        data: error.data,
-                    })
+                    return Err(Error::rpc(server, method, error))
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
                     answer_server_request(
@@ -166,7 +161,7 @@ impl Handshake<'_> {
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
                 TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {
-                    tracing::debug!(server = %server, event = ?other, "ignored during handshake");
+                    tracing::debug!(server = %server, event = %server_text(&format!("{other:?}")), "ignored during handshake");
                 }
             }
         }
@@ -209,7 +204,7 @@ pub(crate) fn answer_server_request(
         return;
     }
     let Some(handler) = handler else {
-        tracing::debug!(server = %server, method = %method, "server request without a handler");
+        tracing::debug!(server = %server, method = %server_text(&method), "server request without a handler");
         let error = RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("the client has no handler for {method}"),

@@ -4,3 +4,4 @@ pub mod codec;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod sse;
+pub mod text;

@@ -6,7 +6,8 @@
 //! - stdout is split by [`LineCodec`] with the configured maximum size; a non-JSON or
 //!   over-long line is logged, counted and skipped, never fatal.
 //! - stderr goes to `tracing` (target `mcp_supervisor::stderr`), and its last lines are kept to
-//!   be attached, with the exit status, to the error that reports the process's end.
+//!   be attached, with the exit status, to the error that reports the process's end. Both are
+//!   server text: escaped and bounded ([`server_bytes`]) before they are logged or kept.
 //! - Writes are batched: the writer task writes everything that is queued in one go.
 //! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group. Dropping the
 //!   handle kills the group at once, so no path leaves an orphan.
@@ -30,6 +31,7 @@ use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
 use crate::protocol::jsonrpc::{parse_frame, Inbound};
+use crate::protocol::text::{server_bytes, server_text};
 
 /// Longest stderr line we keep; a server that writes megabytes to stderr gets them cut.
 const MAX_STDERR_LINE: usize = 64 * 1024;
@@ -192,8 +194,9 @@ pub(crate) fn spawn(
         tokio::spawn(async move {
             let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_STDERR_LINE));
             while let Some(Ok(line)) = lines.next().await {
+                // Server text: escaped and bounded before it is logged or kept.
                 let text = match line {
-                    Line::Complete(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Line::Complete(bytes) => server_bytes(&bytes),
                     Line::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
                 };
                 tracing::info!(target: "mcp_supervisor::stderr", server = %server, "{text}");
@@ -310,8 +313,7 @@ impl Reader {
                     Ok(messages) => self.queued.extend(messages),
                     Err(e) => {
                         self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                        let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
-                        tracing::warn!(server = %self.server, error = %e, line = %preview, "skipped a line on stdout that is not JSON-RPC");
+                        tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
                     }
                 },
                 Some(Ok(Line::Oversized { len })) => {
@@ -337,11 +339,11 @@ impl Reader {
     async fn closed(&mut self, message: String) -> TransportEvent {
         self.done = true;
         let (exit_status, stderr_tail) = self.report.exit_report().await;
-        TransportEvent::Closed(Error::Connection {
-            server: self.server.to_string(),
+        TransportEvent::Closed(Error::process_ended(
+            &self.server,
             message,
             exit_status,
             stderr_tail,
-        })
+        ))
     }
 }

@@ -8,3 +8,4 @@
 mod common;
 
 mod ids;
+mod server_text;

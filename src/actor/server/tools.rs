@@ -52,7 +52,7 @@ impl ServerActor {
             };
             ctx.spawn(fetch.into_actor(act).map(|result, act, _| match result {
                 Ok(tools) => act.replace_tools(tools, true),
-                Err(e) => tracing::warn!(server = %act.name, error = %e, "refreshing the tool list failed"),
+                Err(e) => tracing::warn!(server = %act.name, error = %e.without_stderr(), "refreshing the tool list failed"),
             }));
         });
     }
