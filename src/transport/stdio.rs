@@ -9,6 +9,8 @@
 //!   be attached, with the exit status, to the error that reports the process's end. Both are
 //!   server text: escaped and bounded ([`server_bytes`]) before they are logged or kept.
 //! - Writes are batched: the writer task writes everything that is queued in one go.
+//! - The connection ends when stdout closes, or [`EXIT_DRAIN_GRACE`] after the server's own
+//!   process exited, whichever comes first: a process it started may hold its stdout open.
 //! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group. Dropping the
 //!   handle kills the group at once, so no path leaves an orphan.
 
@@ -24,6 +26,7 @@ use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
@@ -37,6 +40,10 @@ use crate::protocol::text::{server_bytes, server_text};
 const MAX_STDERR_LINE: usize = 64 * 1024;
 /// How long to wait for the exit status and the last stderr lines once stdout has closed.
 const EXIT_REPORT_WAIT: Duration = Duration::from_millis(500);
+/// How long stdout is still read after the server's own process exited: what it wrote before
+/// it died is delivered, and then the connection ends even if a process it started keeps
+/// stdout open (which would otherwise leave a dead server looking `Ready`).
+const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(200);
 
 /// The last lines a process wrote to stderr.
 #[derive(Debug, Clone, Default)]
@@ -227,6 +234,8 @@ pub(crate) fn spawn(
             stderr: stderr_tail,
             stderr_done,
         },
+        group: pid,
+        drain_until: None,
         skips,
         done: false,
     };
@@ -277,6 +286,10 @@ struct Reader {
     write_failed: Option<oneshot::Receiver<std::io::Error>>,
     /// A pid-less handle: reads the exit status and stderr, never signals.
     report: ProcessHandle,
+    /// The server's process group, killed when the server exited but its stdout stays open.
+    group: Option<Pid>,
+    /// Set when the server's own process exited: stdout is read until then, no longer.
+    drain_until: Option<Instant>,
     skips: Arc<SkipCounters>,
     done: bool,
 }
@@ -298,6 +311,7 @@ impl Reader {
             if self.done {
                 return None;
             }
+            let drain_until = self.drain_until;
             let line = tokio::select! {
                 line = self.lines.next() => line,
                 failed = async { self.write_failed.as_mut()?.await.ok() }, if self.write_failed.is_some() => {
@@ -306,6 +320,26 @@ impl Reader {
                         Some(e) => return Some(self.closed(format!("writing to the server's stdin failed: {e}")).await),
                         None => continue,
                     }
+                }
+                // The server's own process exited (or nothing can tell us any more): stdout
+                // gets a short grace to deliver what is still buffered.
+                _ = async { drop(self.report.exit.wait_for(Option::is_some).await) }, if drain_until.is_none() => {
+                    let now = Instant::now();
+                    self.drain_until = Some(now.checked_add(EXIT_DRAIN_GRACE).unwrap_or(now));
+                    continue;
+                }
+                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                    // Something the server started holds its stdout: it goes with the group.
+                    if let Some(group) = self.group {
+                        let _ = killpg(group, Signal::SIGKILL);
+                    }
+                    return Some(
+                        self.closed(
+                            "the server exited, but a process it started kept its stdout open"
+                                .to_string(),
+                        )
+                        .await,
+                    );
                 }
             };
             match line {

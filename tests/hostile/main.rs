@@ -9,3 +9,4 @@ mod common;
 
 mod ids;
 mod server_text;
+mod stdio_process;
