@@ -11,8 +11,9 @@
 //! - Writes are batched: the writer task writes everything that is queued in one go.
 //! - The connection ends when stdout closes, or [`EXIT_DRAIN_GRACE`] after the server's own
 //!   process exited, whichever comes first: a process it started may hold its stdout open.
-//! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group. Dropping the
-//!   handle kills the group at once, so no path leaves an orphan.
+//! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group; then SIGKILL
+//!   to the descendants that had left the group ([`Strays`]). Dropping the handle kills both
+//!   at once, so no path leaves an orphan that can be found (see `process_tree` for the rest).
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -29,6 +30,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
+use super::process_tree::{kill_tree_detached, Strays};
 use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
@@ -73,6 +75,12 @@ pub(crate) struct ProcessHandle {
     exit: watch::Receiver<Option<String>>,
     stderr: StderrTail,
     stderr_done: watch::Receiver<bool>,
+    /// Holds the server's stdin open (with the actor's sender) until [`Self::shutdown`] has
+    /// looked at the server's tree: once stdin closes the server may exit at once, and its
+    /// children stop being its children.
+    stdin: Option<mpsc::UnboundedSender<Outgoing>>,
+    /// Descendants that left the process group, seen while the server ran.
+    strays: Strays,
 }
 
 impl ProcessHandle {
@@ -93,26 +101,53 @@ impl ProcessHandle {
         matches!(exited, Ok(Ok(_)))
     }
 
-    /// Kills the whole group at once: for connections that are already broken or hung.
-    pub fn kill(&self) {
-        self.signal_group(Signal::SIGKILL);
+    /// Whether the child has not been reaped yet, so that its pid is still its own.
+    fn running(&self) -> bool {
+        self.exit.borrow().is_none()
     }
 
-    /// Stops the process politely, escalating: (stdin is already closed by the caller) wait
-    /// `grace`, SIGTERM the group, wait `grace`, SIGKILL the group. Returns once the child is
-    /// reaped.
+    /// Remembers the descendants that left the group, while the server still runs.
+    async fn snapshot_strays(&mut self) {
+        if let (Some(pid), true) = (self.pid, self.running()) {
+            self.strays.snapshot(pid).await;
+        }
+    }
+
+    /// Kills the whole group, and what of the server's tree left it, at once: for connections
+    /// that are already broken or hung. Returns once the child is reaped.
+    pub async fn kill(mut self) {
+        let Some(pid) = self.pid else { return };
+        if self.running() {
+            // Stopped, it cannot exit: its children stay its children while its tree is read.
+            let _ = kill(pid, Signal::SIGSTOP);
+            self.strays.snapshot(pid).await;
+        }
+        self.signal_group(Signal::SIGKILL);
+        self.strays.kill();
+        self.wait_exit(Duration::from_secs(5)).await;
+        self.pid = None;
+    }
+
+    /// Stops the process politely, escalating: close stdin (the caller has dropped its
+    /// sender), wait `grace`, SIGTERM the group, wait `grace`, SIGKILL the group; then SIGKILL
+    /// what of the server's tree had left the group. Returns once the child is reaped.
     pub async fn shutdown(mut self, grace: Duration) {
+        self.snapshot_strays().await;
+        self.stdin = None;
         if !self.wait_exit(grace).await {
             tracing::debug!(pid = ?self.pid, "server did not exit after stdin closed; SIGTERM");
+            self.snapshot_strays().await;
             self.signal_group(Signal::SIGTERM);
             if !self.wait_exit(grace).await {
                 tracing::warn!(pid = ?self.pid, "server ignored SIGTERM; SIGKILL");
+                self.snapshot_strays().await;
                 self.signal_group(Signal::SIGKILL);
                 self.wait_exit(Duration::from_secs(5)).await;
             }
         }
-        // The leader is gone; whatever it started in its group goes too.
+        // The leader is gone; whatever it started goes too, in its group or not.
         self.signal_group(Signal::SIGKILL);
+        self.strays.kill();
         self.pid = None;
     }
 
@@ -128,9 +163,11 @@ impl ProcessHandle {
 impl Drop for ProcessHandle {
     fn drop(&mut self) {
         // The task that waits on the child reaps it; if the runtime is shutting down with us,
-        // tokio's orphan queue does. Never block the actor's thread here.
+        // tokio's orphan queue does. Never block the actor's thread here: the tree is read on
+        // the blocking pool.
         if let Some(pid) = self.pid {
-            let _ = killpg(pid, Signal::SIGKILL);
+            let strays = std::mem::take(&mut self.strays);
+            kill_tree_detached(pid, self.running(), strays);
         }
     }
 }
@@ -222,6 +259,8 @@ pub(crate) fn spawn(
         exit: exit.clone(),
         stderr: stderr_tail.clone(),
         stderr_done: stderr_done.clone(),
+        stdin: Some(out_tx.clone()),
+        strays: Strays::default(),
     };
     let reader = Reader {
         server: server.clone(),
@@ -233,6 +272,8 @@ pub(crate) fn spawn(
             exit,
             stderr: stderr_tail,
             stderr_done,
+            stdin: None,
+            strays: Strays::default(),
         },
         group: pid,
         drain_until: None,

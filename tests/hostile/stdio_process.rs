@@ -39,6 +39,21 @@ fn is_sleep(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
 }
 
+/// Waits (bounded) for a marked `sleep` other than `server`: the grandchild.
+async fn grandchild(mark: &str) -> u32 {
+    let mark = mark.to_owned();
+    let found = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = found.clone();
+    until("the grandchild to start", move || {
+        let pid = marked(&mark).into_iter().find(|p| is_sleep(*p));
+        *slot.lock().unwrap() = pid;
+        pid.is_some()
+    })
+    .await;
+    let pid = found.lock().unwrap().take();
+    pid.expect("found above")
+}
+
 /// Kills what a failed test left behind, so that it does not outlive the run.
 fn sweep(mark: &str) {
     for pid in marked(mark) {
@@ -123,4 +138,58 @@ fn message_of(event: &mcp_supervisor::ServerEvent) -> String {
         mcp_supervisor::ServerEvent::StateChanged { message, .. } => message.clone(),
         other => panic!("not a state change: {other:?}"),
     }
+}
+
+/// Defect 3, second half: a grandchild that called `setsid()` is in no process group of ours,
+/// so signalling the group missed it and it survived `Shutdown` as an orphan. The server's
+/// tree is read before it is stopped, and what left the group is killed with it.
+#[actix::test]
+async fn shutdown_stops_a_grandchild_that_left_the_process_group() {
+    let mark = unique_mark("setsid");
+    let script = json!({"after_initialized": [{"grandchild": "setsid"}]});
+    let config = hostile("setsid", script).env("HOSTILE_MARK", &mark);
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("setsid", 1).await;
+    let server = status(&sup, "setsid").await.pid.expect("a pid");
+    let orphan = grandchild(&mark).await;
+    assert_ne!(orphan, server);
+
+    sup.send(Shutdown).await.unwrap();
+    let gone = gone_within(orphan, Duration::from_secs(5)).await;
+    sweep(&mark);
+    assert!(gone, "the setsid grandchild {orphan} survived Shutdown");
+    assert!(!is_running(server));
+}
+
+/// The same for a connection that is dropped rather than shut down: a handshake that fails
+/// while the server runs (here: a protocol version we do not speak) drops the process, and
+/// its setsid grandchild with it.
+#[actix::test]
+async fn a_failed_handshake_leaves_no_grandchild_that_left_the_group() {
+    let mark = unique_mark("handshake");
+    let script = json!({
+        "on_start": [{"grandchild": "setsid"}, {"sleep_ms": 100}],
+        "rules": [{"method": "initialize", "do": [
+            {"reply": {"protocolVersion": "1999-01-01", "capabilities": {},
+                       "serverInfo": {"name": "old", "version": "0"}}}
+        ]}]
+    });
+    let config = hostile("old", script).env("HOSTILE_MARK", &mark);
+    let mut settings = quick_settings();
+    settings.max_connect_retries = 0;
+    let (sup, events) = start_supervisor(settings, [config]);
+    events.state("old", "failed", 1).await;
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left = marked(&mark);
+    while !left.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = marked(&mark);
+    }
+    sweep(&mark);
+    assert!(
+        left.is_empty(),
+        "left running after a failed handshake: {left:?}"
+    );
+    sup.send(Shutdown).await.unwrap();
 }
