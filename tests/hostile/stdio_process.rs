@@ -132,6 +132,31 @@ async fn a_server_that_exits_while_a_grandchild_holds_its_stdout_is_noticed() {
     }
 }
 
+/// The drain after the server's exit delivers what it wrote before it died: an answer written
+/// just before `exit`, with a grandchild holding stdout, still reaches its call.
+#[actix::test]
+async fn the_answer_written_before_the_exit_is_still_delivered() {
+    let mark = unique_mark("last-words");
+    let script = json!({"rules": [
+        {"method": "tools/call", "nth": 1, "do": [
+            {"grandchild": "keep_stdout"},
+            {"default": true},
+            {"exit": 0}
+        ]}
+    ]});
+    let config = hostile("last", script).env("HOSTILE_MARK", &mark);
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("last", 1).await;
+    let call =
+        CallTool::new("last", "echo", json!({"said": "bye"})).timeout(Duration::from_secs(10));
+    let result = sup.send(call).await.unwrap();
+    let outcome = result.map(|r| text_of(&r));
+    events.state("last", "reconnecting", 1).await;
+    sup.send(Shutdown).await.unwrap();
+    sweep(&mark);
+    assert_eq!(outcome.expect("the answer it wrote"), "{\"said\":\"bye\"}");
+}
+
 /// A `StateChanged` event's message.
 fn message_of(event: &mcp_supervisor::ServerEvent) -> String {
     match event {
