@@ -5,9 +5,19 @@
 //! lines the server wrote to stderr. [`Error::kind`] folds the variants into a small set of
 //! [`ErrorKind`]s that say what the *caller* can do about the error; [`ErrorKind::code`] is a
 //! short string that stays stable across releases, for logs and metrics.
+//!
+//! Text a server chose (a JSON-RPC error message, a protocol version, an HTTP error body, a
+//! stderr line) enters an error only through the constructors here (`Error::rpc`,
+//! `Error::invalid_response`, ...), which pass it through
+//! [`server_text`]: escaped, so that showing or logging an
+//! error can never forge a log line or drive a terminal, and bounded, so that a server cannot
+//! make us keep a megabyte of it in `last_error` and every event.
 
 use std::fmt;
 use std::time::Duration;
+
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::text::server_text;
 
 /// What went wrong with a call, a connection or a configuration.
 ///
@@ -60,11 +70,11 @@ pub enum Error {
     Connection {
         /// Server name.
         server: String,
-        /// What failed.
+        /// What failed (server text in it escaped and bounded).
         message: String,
         /// The process's exit status, e.g. `exit code 1` or `signal 9 (SIGKILL)`, when known.
         exit_status: Option<String>,
-        /// The last lines the server wrote to stderr, oldest first.
+        /// The last lines the server wrote to stderr, oldest first, each escaped and bounded.
         stderr_tail: Vec<String>,
     },
 
@@ -95,7 +105,8 @@ pub enum Error {
         server: String,
         /// 401 or 403.
         status: u16,
-        /// What the server said (the `WWW-Authenticate` header or the body, shortened).
+        /// What the server said (the `WWW-Authenticate` header or the body), escaped and
+        /// bounded.
         message: String,
     },
 
@@ -104,7 +115,7 @@ pub enum Error {
     UnsupportedProtocolVersion {
         /// Server name.
         server: String,
-        /// The version the server answered with.
+        /// The version the server answered with, escaped and bounded.
         version: String,
         /// The versions we accept, comma separated.
         supported: String,
@@ -117,7 +128,7 @@ pub enum Error {
         server: String,
         /// JSON-RPC method of the call.
         method: String,
-        /// What was wrong with it.
+        /// What was wrong with it (quotes of the answer escaped and bounded).
         message: String,
     },
 
@@ -130,7 +141,7 @@ pub enum Error {
         method: String,
         /// JSON-RPC error code.
         code: i64,
-        /// JSON-RPC error message.
+        /// JSON-RPC error message, escaped and bounded.
         message: String,
         /// Optional `data` member of the error object.
         data: Option<serde_json::Value>,
@@ -282,18 +293,7 @@ impl Error {
     /// The message without the stderr tail, for errors that carry the tail in a field of their
     /// own (so it is not shown twice).
     pub(crate) fn without_stderr(&self) -> String {
-        match self {
-            Error::Connection {
-                server,
-                message,
-                exit_status,
-                ..
-            } => format!(
-                "server `{server}`: connection failed: {message}{}",
-                ExitStatus(exit_status)
-            ),
-            other => other.to_string(),
-        }
+        self.split_stderr_tail(&self.to_string()).0
     }
 
     pub(crate) fn config(
@@ -308,13 +308,83 @@ impl Error {
         }
     }
 
-    pub(crate) fn connection(server: &str, message: impl Into<String>) -> Self {
+    /// A connection failure. `message` may quote the server (an HTTP body, an IO error):
+    /// it is escaped and bounded.
+    pub(crate) fn connection(server: &str, message: impl AsRef<str>) -> Self {
         Error::Connection {
             server: server.to_owned(),
-            message: message.into(),
+            message: server_text(message.as_ref()),
             exit_status: None,
             stderr_tail: Vec::new(),
         }
+    }
+
+    /// The end of a server process: why, its exit status, and the stderr lines it left
+    /// (which the stdio transport keeps already escaped and bounded).
+    pub(crate) fn process_ended(
+        server: &str,
+        message: impl AsRef<str>,
+        exit_status: Option<String>,
+        stderr_tail: Vec<String>,
+    ) -> Self {
+        Error::Connection {
+            server: server.to_owned(),
+            message: server_text(message.as_ref()),
+            exit_status,
+            stderr_tail: stderr_tail.iter().map(|line| server_text(line)).collect(),
+        }
+    }
+
+    /// The server answered `method` with a JSON-RPC error. Its message is escaped and bounded;
+    /// `data` is kept as the server sent it (a structured part of the answer, never shown in
+    /// the message, bounded like any answer by `max_message_bytes`).
+    pub(crate) fn rpc(server: &str, method: &str, error: RpcError) -> Self {
+        Error::Rpc {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            code: error.code,
+            message: server_text(&error.message),
+            data: error.data,
+        }
+    }
+
+    /// The server's answer to `method` could not be understood. `message` may quote it (serde
+    /// quotes the offending value): it is escaped and bounded.
+    pub(crate) fn invalid_response(server: &str, method: &str, message: impl AsRef<str>) -> Self {
+        Error::InvalidResponse {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            message: server_text(message.as_ref()),
+        }
+    }
+
+    /// The server refused our credentials; `message` is its `WWW-Authenticate` or body.
+    pub(crate) fn unauthorized(server: &str, status: u16, message: impl AsRef<str>) -> Self {
+        Error::Unauthorized {
+            server: server.to_owned(),
+            status,
+            message: server_text(message.as_ref()),
+        }
+    }
+
+    /// The server answered `initialize` with `version`, which is not one of `supported`.
+    pub(crate) fn unsupported_version(server: &str, version: &str, supported: &[&str]) -> Self {
+        Error::UnsupportedProtocolVersion {
+            server: server.to_owned(),
+            version: server_text(version),
+            supported: supported.join(", "),
+        }
+    }
+
+    /// For a log line that may quote this error: `text` with the stderr tail that this error's
+    /// `Display` appends (on lines of their own) taken out, and that tail, for a field of its
+    /// own. A log record stays one line.
+    pub(crate) fn split_stderr_tail<'a>(&'a self, text: &str) -> (String, &'a [String]) {
+        let tail = StderrTail(self.stderr_tail()).to_string();
+        if tail.is_empty() || !text.contains(&tail) {
+            return (text.to_owned(), &[]);
+        }
+        (text.replacen(&tail, "", 1), self.stderr_tail())
     }
 }
 
@@ -458,6 +528,60 @@ mod tests {
         for e in &may {
             assert!(e.retry_can_help(), "{e}");
         }
+    }
+
+    #[test]
+    fn server_text_enters_errors_escaped_and_bounded() {
+        let forged = "bad\n2026-12-01T00:00:00Z ERROR forged\r\u{1b}[2K";
+        let huge = "9".repeat(1 << 20);
+        let errors = [
+            Error::rpc("s", "tools/call", RpcError::new(-1, forged)),
+            Error::invalid_response("s", "initialize", forged),
+            Error::unauthorized("s", 401, forged),
+            Error::connection("s", forged),
+            Error::unsupported_version("s", &huge, &["2025-11-25"]),
+            Error::process_ended("s", forged, None, vec![forged.into(), huge.clone()]),
+        ];
+        for e in &errors {
+            let shown = e.to_string();
+            let headline = e.without_stderr();
+            assert!(!headline.contains(['\n', '\r', '\u{1b}']), "{headline:?}");
+            assert!(shown.len() < 2 * 1024, "{} bytes", shown.len());
+            for line in e.stderr_tail() {
+                assert!(line.len() <= 512 && !line.contains(['\n', '\r', '\u{1b}']));
+            }
+        }
+        let Error::Rpc { message, .. } = &errors[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            message,
+            "bad\\n2026-12-01T00:00:00Z ERROR forged\\r\\u{1b}[2K"
+        );
+        assert!(errors[4].to_string().contains("bytes cut)"));
+    }
+
+    #[test]
+    fn a_stderr_tail_is_split_out_of_a_message_that_quotes_its_error() {
+        let e = Error::process_ended(
+            "fs",
+            "the server closed its stdout",
+            Some("exit code 1".into()),
+            vec!["boom".into()],
+        );
+        let message = format!("Connection lost ({e}); reconnecting now");
+        let (line, tail) = e.split_stderr_tail(&message);
+        assert_eq!(
+            line,
+            "Connection lost (server `fs`: connection failed: the server closed its stdout \
+             (exit code 1)); reconnecting now"
+        );
+        assert_eq!(tail, ["boom"]);
+        // A message that does not quote the error is left alone, and no tail is claimed.
+        assert_eq!(
+            e.split_stderr_tail("Connected"),
+            ("Connected".into(), &[][..])
+        );
     }
 
     #[test]

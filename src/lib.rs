@@ -58,14 +58,16 @@
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
-//!   future protocol revisions).
+//!   future protocol revisions), [`pagination`](protocol::pagination) the bounded walk of a
+//!   list's cursors, [`text`](protocol::text) escaping and bounding server text.
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
 //!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
 //!   the one place instants are computed (saturating: `Duration::MAX` means "never").
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
-//!   capture, batched writes, process-group shutdown), and `http`, Streamable HTTP over awc:
+//!   capture, batched writes, process-group shutdown), `process_tree` (the descendants that
+//!   left the group, read from `/proc`, so that they are stopped too), and `http`, Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and
 //!   abortable), `answer` (what an answer's status means), `stream` (SSE answers and their
@@ -79,8 +81,9 @@
 //!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, expiry,
 //!   settling after a lost connection; no actix, tested on its own), `calls` (one call's entry
 //!   and the caller's deadline), `connect` (one connection attempt: spawn, handshake, tool list,
-//!   re-subscribe) and `gone` (the notice the supervisor gets when an actor is dropped, panics
-//!   included).
+//!   re-subscribe), `server_requests` (requests the server sends us, bounded), `fanout` (events
+//!   to subscribers through bounded queues) and `gone` (the notice the supervisor gets when an
+//!   actor is dropped, panics included).
 //!
 //! Beside the library:
 //!

@@ -3,10 +3,16 @@
 //!
 //! Its own room because it keeps state (each server's last state, to show transitions) and
 //! knows every kind of [`ServerEvent`], which no other part of mcpctl needs to.
+//!
+//! What a server sent (log data, notification params, a uri) is printed through
+//! [`server_text`]: escaped and bounded, so that a server can neither forge lines of this
+//! output nor send escape sequences to the terminal. State-change messages are the
+//! supervisor's, with server text in them already escaped.
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::ServerEvent;
 use serde_json::Value;
 
@@ -50,13 +56,15 @@ impl EventPrinter {
                 let added = added.iter().map(|t| format!("+{t}"));
                 let removed = removed.iter().map(|t| format!("-{t}"));
                 let all: Vec<String> = added.chain(removed).collect();
-                format!("tools changed: {}", all.join(" "))
+                format!("tools changed: {}", server_text(&all.join(" ")))
             }
-            ServerEvent::ResourceUpdated { uri, .. } => format!("resource updated: {uri}"),
-            ServerEvent::Log { params, .. } => log_text(params),
+            ServerEvent::ResourceUpdated { uri, .. } => {
+                format!("resource updated: {}", server_text(uri))
+            }
+            ServerEvent::Log { params, .. } => server_text(&log_text(params)),
             ServerEvent::Notification { method, params, .. } => match params {
-                Some(params) => format!("notification {method} {params}"),
-                None => format!("notification {method}"),
+                Some(params) => server_text(&format!("notification {method} {params}")),
+                None => server_text(&format!("notification {method}")),
             },
             // Events added in later versions.
             other => format!("{other:?}"),

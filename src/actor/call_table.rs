@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
 use crate::policy::state::{ConnectionMachine, ServerState};
 use crate::protocol::jsonrpc::{self, Id, RequestIds, RpcError};
+use crate::protocol::text::server_text;
 use crate::transport::Outbound;
 
 /// What the actor knows of its server right now: whether calls may be written, and what the
@@ -251,7 +252,7 @@ impl CallTable {
             Some(our) if self.is_written(our) => self.finish(our, Ok(result)),
             _ => {
                 self.counters.unknown_responses += 1;
-                tracing::debug!(server = %self.server, id = %id, "response to no call in flight; ignored");
+                tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
             }
         }
     }
@@ -265,20 +266,11 @@ impl CallTable {
                     .get(&our)
                     .map(|c| c.method.clone())
                     .unwrap_or_default();
-                self.finish(
-                    our,
-                    Err(Error::Rpc {
-                        server: self.server.to_string(),
-                        method,
-                        code: error.code,
-                        message: error.message,
-                        data: error.data,
-                    }),
-                );
+                self.finish(our, Err(Error::rpc(&self.server, &method, error)));
             }
             _ => {
                 self.counters.unknown_responses += 1;
-                tracing::debug!(server = %self.server, id = %id, "error response to no call in flight; ignored");
+                tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "error response to no call in flight; ignored");
             }
         }
     }
@@ -312,7 +304,7 @@ impl CallTable {
         match id.and_then(|id| self.calls.get(&id)) {
             Some(entry) => entry.on_progress(&self.server, params, now),
             None => {
-                tracing::debug!(server = %self.server, token = ?token, "progress for no call in flight")
+                tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight")
             }
         }
     }
@@ -397,7 +389,7 @@ impl CallTable {
                 Error::OutcomeUnknown {
                     server,
                     method: entry.method.clone(),
-                    reason: error.to_string(),
+                    reason: error.without_stderr(),
                 }
             } else {
                 Error::Unavailable {

@@ -13,6 +13,7 @@ use crate::actor::server_requests::ServerRequests;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
+use crate::protocol::text::server_text;
 use crate::protocol::{lifecycle, pagination};
 use crate::transport::{http, stdio, Connection, SkipCounters, TransportEvent};
 
@@ -154,13 +155,7 @@ impl Handshake<'_> {
                 TransportEvent::Message(Inbound::Error { id: got, error })
                     if got.as_ref().and_then(Id::as_ours) == Some(id) =>
                 {
-                    return Err(Error::Rpc {
-                        server: server.to_string(),
-                        method: method.to_string(),
-                        code: error.code,
-                        message: error.message,
-                        data: error.data,
-                    })
+                    return Err(Error::rpc(server, method, error))
                 }
                 TransportEvent::Message(Inbound::Notification { method, params }) => {
                     if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
@@ -184,7 +179,7 @@ impl Handshake<'_> {
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
                 TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {
-                    tracing::debug!(server = %server, event = ?other, "ignored during handshake");
+                    tracing::debug!(server = %server, event = %server_text(&format!("{other:?}")), "ignored during handshake");
                 }
             }
         }

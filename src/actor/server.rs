@@ -255,7 +255,13 @@ impl ServerActor {
                 }
             }
             Err(error) => {
-                tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error, "connection attempt failed");
+                // One log line: a stderr tail goes in a field of its own.
+                let tail = error.stderr_tail();
+                if tail.is_empty() {
+                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error, "connection attempt failed");
+                } else {
+                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error.without_stderr(), stderr = ?tail, "connection attempt failed");
+                }
                 self.last_error = Some(error.clone());
                 self.feed(Event::ConnectFailed(error), ctx);
             }
@@ -289,10 +295,23 @@ impl ServerActor {
     fn announce(&mut self, message: String, warn: bool) {
         let state = self.machine.state().clone();
         let attempt = self.machine.attempts();
-        if warn {
-            tracing::warn!(server = %self.name, state = state.name(), attempt, "{message}");
-        } else {
-            tracing::info!(server = %self.name, state = state.name(), "{message}");
+        // Subscribers get the message as it is; the log gets it on one line, with the stderr
+        // tail of the error it quotes (always the last error) in a field of its own.
+        let (line, tail) = match &self.last_error {
+            Some(error) => error.split_stderr_tail(&message),
+            None => (message.clone(), &[][..]),
+        };
+        match (warn, tail.is_empty()) {
+            (true, true) => {
+                tracing::warn!(server = %self.name, state = state.name(), attempt, "{line}")
+            }
+            (true, false) => {
+                tracing::warn!(server = %self.name, state = state.name(), attempt, stderr = ?tail, "{line}")
+            }
+            (false, true) => tracing::info!(server = %self.name, state = state.name(), "{line}"),
+            (false, false) => {
+                tracing::info!(server = %self.name, state = state.name(), stderr = ?tail, "{line}")
+            }
         }
         self.emit(ServerEvent::StateChanged {
             server: self.name.to_string(),

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::actor::messages::ServerRequest;
 use crate::protocol::jsonrpc::{self, codes, Id, RpcError};
+use crate::protocol::text::server_text;
 use crate::transport::Outbound;
 
 /// Server requests waiting for the application's handler at once, per server.
@@ -59,7 +60,7 @@ impl ServerRequests {
             return;
         }
         let Some(handler) = self.handler.clone() else {
-            tracing::debug!(server = %self.server, method = ?method, "server request without a handler");
+            tracing::debug!(server = %self.server, method = %server_text(&method), "server request without a handler");
             let error = RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 "the client has no handler for this method",
@@ -69,7 +70,7 @@ impl ServerRequests {
         };
         if self.in_flight.fetch_add(1, Ordering::Relaxed) >= MAX_IN_FLIGHT {
             self.in_flight.fetch_sub(1, Ordering::Relaxed);
-            tracing::debug!(server = %self.server, method = ?method, "server request refused: too many in flight");
+            tracing::debug!(server = %self.server, method = %server_text(&method), "server request refused: too many in flight");
             let error = RpcError::new(
                 codes::INTERNAL_ERROR,
                 format!("the client is busy: {MAX_IN_FLIGHT} requests from this server are already waiting"),

@@ -141,14 +141,18 @@ fn grandchild(how: &str) {
     }
 }
 
+/// Keys that are arguments of an action (`repeat`'s `do`, `notify`'s `params`, `request`'s
+/// `id`), never an action themselves.
+const ARGUMENT_KEYS: &[&str] = &["do", "params", "id"];
+
 fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
     for action in actions {
-        // An action is one key naming it; `do`, `params` and `id` only qualify it.
-        let named = action.as_object().and_then(|o| {
-            o.iter()
-                .find(|(k, _)| !matches!(k.as_str(), "do" | "params" | "id"))
-        });
-        let Some((kind, arg)) = named else {
+        // The action is the object's one key that is not an argument of another (JSON objects
+        // are unordered: "do" or "id" may well come first).
+        let Some((kind, arg)) = action
+            .as_object()
+            .and_then(|o| o.iter().find(|(k, _)| !ARGUMENT_KEYS.contains(&k.as_str())))
+        else {
             eprintln!("hostile: not an action: {action}");
             continue;
         };

@@ -41,28 +41,21 @@ pub fn accept_initialize_result(server: &str, result: Value) -> Result<Initializ
         .map(str::to_owned);
     if let Some(version) = &version {
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
-            return Err(Error::UnsupportedProtocolVersion {
-                server: server.to_owned(),
-                version: version.clone(),
-                supported: SUPPORTED_PROTOCOL_VERSIONS.join(", "),
-            });
+            return Err(Error::unsupported_version(
+                server,
+                version,
+                SUPPORTED_PROTOCOL_VERSIONS,
+            ));
         }
     }
-    serde_json::from_value(result).map_err(|e| Error::InvalidResponse {
-        server: server.to_owned(),
-        method: "initialize".into(),
-        message: e.to_string(),
-    })
+    serde_json::from_value(result)
+        .map_err(|e| Error::invalid_response(server, "initialize", e.to_string()))
 }
 
 /// One page of a `tools/list` answer: the tools and the cursor of the next page.
 pub fn parse_tools_page(server: &str, result: Value) -> Result<(Vec<Tool>, Option<String>), Error> {
-    let page: rmcp::model::ListToolsResult =
-        serde_json::from_value(result).map_err(|e| Error::InvalidResponse {
-            server: server.to_owned(),
-            method: "tools/list".into(),
-            message: e.to_string(),
-        })?;
+    let page: rmcp::model::ListToolsResult = serde_json::from_value(result)
+        .map_err(|e| Error::invalid_response(server, "tools/list", e.to_string()))?;
     Ok((page.tools, page.next_cursor.map(|c| c.to_string())))
 }
 

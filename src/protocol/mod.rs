@@ -5,3 +5,4 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod pagination;
 pub mod sse;
+pub mod text;

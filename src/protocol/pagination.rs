@@ -77,11 +77,11 @@ where
 }
 
 fn cut_short<T>(server: &str, items: Vec<T>, why: String) -> Listed<T> {
-    let overflow = Error::InvalidResponse {
-        server: server.to_owned(),
-        method: "tools/list".into(),
-        message: format!("{why}; kept the first {} tools", items.len()),
-    };
+    let overflow = Error::invalid_response(
+        server,
+        "tools/list",
+        format!("{why}; kept the first {} tools", items.len()),
+    );
     Listed {
         items,
         overflow: Some(overflow),

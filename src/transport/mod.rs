@@ -5,6 +5,7 @@
 //! come from [`crate::protocol`], every decision from [`crate::policy`].
 
 pub(crate) mod http;
+mod process_tree;
 pub(crate) mod stdio;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,10 +117,7 @@ impl Closer {
     /// Ends a broken or hung connection at once.
     pub async fn kill(self) {
         match self {
-            Closer::Process(p) => {
-                p.kill();
-                p.shutdown(std::time::Duration::ZERO).await;
-            }
+            Closer::Process(p) => p.kill().await,
             Closer::Http(h) => h.kill(),
         }
     }

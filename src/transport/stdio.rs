@@ -6,10 +6,14 @@
 //! - stdout is split by [`LineCodec`] with the configured maximum size; a non-JSON or
 //!   over-long line is logged, counted and skipped, never fatal.
 //! - stderr goes to `tracing` (target `mcp_supervisor::stderr`), and its last lines are kept to
-//!   be attached, with the exit status, to the error that reports the process's end.
+//!   be attached, with the exit status, to the error that reports the process's end. Both are
+//!   server text: escaped and bounded ([`server_bytes`]) before they are logged or kept.
 //! - Writes are batched: the writer task writes everything that is queued in one go.
-//! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group. Dropping the
-//!   handle kills the group at once, so no path leaves an orphan.
+//! - The connection ends when stdout closes, or [`EXIT_DRAIN_GRACE`] after the server's own
+//!   process exited, whichever comes first: a process it started may hold its stdout open.
+//! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group; then SIGKILL
+//!   to the descendants that had left the group ([`Strays`]). Dropping the handle kills both
+//!   at once, so no path leaves an orphan that can be found (see `process_tree` for the rest).
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -18,23 +22,30 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
+use super::process_tree::{kill_tree_detached, Strays};
 use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
 use crate::protocol::jsonrpc::{parse_frame, Inbound};
+use crate::protocol::text::{server_bytes, server_text};
 
 /// Longest stderr line we keep; a server that writes megabytes to stderr gets them cut.
 const MAX_STDERR_LINE: usize = 64 * 1024;
 /// How long to wait for the exit status and the last stderr lines once stdout has closed.
 const EXIT_REPORT_WAIT: Duration = Duration::from_millis(500);
+/// How long stdout is still read after the server's own process exited: what it wrote before
+/// it died is delivered, and then the connection ends even if a process it started keeps
+/// stdout open (which would otherwise leave a dead server looking `Ready`).
+const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(200);
 
 /// The last lines a process wrote to stderr.
 #[derive(Debug, Clone, Default)]
@@ -64,6 +75,12 @@ pub(crate) struct ProcessHandle {
     exit: watch::Receiver<Option<String>>,
     stderr: StderrTail,
     stderr_done: watch::Receiver<bool>,
+    /// Holds the server's stdin open (with the actor's sender) until [`Self::shutdown`] has
+    /// looked at the server's tree: once stdin closes the server may exit at once, and its
+    /// children stop being its children.
+    stdin: Option<mpsc::UnboundedSender<Outgoing>>,
+    /// Descendants that left the process group, seen while the server ran.
+    strays: Strays,
 }
 
 impl ProcessHandle {
@@ -84,26 +101,53 @@ impl ProcessHandle {
         matches!(exited, Ok(Ok(_)))
     }
 
-    /// Kills the whole group at once: for connections that are already broken or hung.
-    pub fn kill(&self) {
-        self.signal_group(Signal::SIGKILL);
+    /// Whether the child has not been reaped yet, so that its pid is still its own.
+    fn running(&self) -> bool {
+        self.exit.borrow().is_none()
     }
 
-    /// Stops the process politely, escalating: (stdin is already closed by the caller) wait
-    /// `grace`, SIGTERM the group, wait `grace`, SIGKILL the group. Returns once the child is
-    /// reaped.
+    /// Remembers the descendants that left the group, while the server still runs.
+    async fn snapshot_strays(&mut self) {
+        if let (Some(pid), true) = (self.pid, self.running()) {
+            self.strays.snapshot(pid).await;
+        }
+    }
+
+    /// Kills the whole group, and what of the server's tree left it, at once: for connections
+    /// that are already broken or hung. Returns once the child is reaped.
+    pub async fn kill(mut self) {
+        let Some(pid) = self.pid else { return };
+        if self.running() {
+            // Stopped, it cannot exit: its children stay its children while its tree is read.
+            let _ = kill(pid, Signal::SIGSTOP);
+            self.strays.snapshot(pid).await;
+        }
+        self.signal_group(Signal::SIGKILL);
+        self.strays.kill();
+        self.wait_exit(Duration::from_secs(5)).await;
+        self.pid = None;
+    }
+
+    /// Stops the process politely, escalating: close stdin (the caller has dropped its
+    /// sender), wait `grace`, SIGTERM the group, wait `grace`, SIGKILL the group; then SIGKILL
+    /// what of the server's tree had left the group. Returns once the child is reaped.
     pub async fn shutdown(mut self, grace: Duration) {
+        self.snapshot_strays().await;
+        self.stdin = None;
         if !self.wait_exit(grace).await {
             tracing::debug!(pid = ?self.pid, "server did not exit after stdin closed; SIGTERM");
+            self.snapshot_strays().await;
             self.signal_group(Signal::SIGTERM);
             if !self.wait_exit(grace).await {
                 tracing::warn!(pid = ?self.pid, "server ignored SIGTERM; SIGKILL");
+                self.snapshot_strays().await;
                 self.signal_group(Signal::SIGKILL);
                 self.wait_exit(Duration::from_secs(5)).await;
             }
         }
-        // The leader is gone; whatever it started in its group goes too.
+        // The leader is gone; whatever it started goes too, in its group or not.
         self.signal_group(Signal::SIGKILL);
+        self.strays.kill();
         self.pid = None;
     }
 
@@ -119,9 +163,11 @@ impl ProcessHandle {
 impl Drop for ProcessHandle {
     fn drop(&mut self) {
         // The task that waits on the child reaps it; if the runtime is shutting down with us,
-        // tokio's orphan queue does. Never block the actor's thread here.
+        // tokio's orphan queue does. Never block the actor's thread here: the tree is read on
+        // the blocking pool.
         if let Some(pid) = self.pid {
-            let _ = killpg(pid, Signal::SIGKILL);
+            let strays = std::mem::take(&mut self.strays);
+            kill_tree_detached(pid, self.running(), strays);
         }
     }
 }
@@ -235,8 +281,9 @@ pub(crate) fn spawn(
         tokio::spawn(async move {
             let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_STDERR_LINE));
             while let Some(Ok(line)) = lines.next().await {
+                // Server text: escaped and bounded before it is logged or kept.
                 let text = match line {
-                    Line::Complete(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Line::Complete(bytes) => server_bytes(&bytes),
                     Line::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
                 };
                 tracing::info!(target: "mcp_supervisor::stderr", server = %server, "{text}");
@@ -255,6 +302,8 @@ pub(crate) fn spawn(
         exit: exit.clone(),
         stderr: stderr_tail.clone(),
         stderr_done: stderr_done.clone(),
+        stdin: Some(out_tx.clone()),
+        strays: Strays::default(),
     };
     let reader = Reader {
         server: server.clone(),
@@ -266,7 +315,11 @@ pub(crate) fn spawn(
             exit,
             stderr: stderr_tail,
             stderr_done,
+            stdin: None,
+            strays: Strays::default(),
         },
+        group: pid,
+        drain_until: None,
         skips,
         done: false,
     };
@@ -317,6 +370,10 @@ struct Reader {
     write_failed: Option<oneshot::Receiver<std::io::Error>>,
     /// A pid-less handle: reads the exit status and stderr, never signals.
     report: ProcessHandle,
+    /// The server's process group, killed when the server exited but its stdout stays open.
+    group: Option<Pid>,
+    /// Set when the server's own process exited: stdout is read until then, no longer.
+    drain_until: Option<Instant>,
     skips: Arc<SkipCounters>,
     done: bool,
 }
@@ -338,6 +395,7 @@ impl Reader {
             if self.done {
                 return None;
             }
+            let drain_until = self.drain_until;
             let line = tokio::select! {
                 line = self.lines.next() => line,
                 failed = async { self.write_failed.as_mut()?.await.ok() }, if self.write_failed.is_some() => {
@@ -347,14 +405,33 @@ impl Reader {
                         None => continue,
                     }
                 }
+                // The server's own process exited (or nothing can tell us any more): stdout
+                // gets a short grace to deliver what is still buffered.
+                _ = async { drop(self.report.exit.wait_for(Option::is_some).await) }, if drain_until.is_none() => {
+                    let now = Instant::now();
+                    self.drain_until = Some(now.checked_add(EXIT_DRAIN_GRACE).unwrap_or(now));
+                    continue;
+                }
+                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                    // Something the server started holds its stdout: it goes with the group.
+                    if let Some(group) = self.group {
+                        let _ = killpg(group, Signal::SIGKILL);
+                    }
+                    return Some(
+                        self.closed(
+                            "the server exited, but a process it started kept its stdout open"
+                                .to_string(),
+                        )
+                        .await,
+                    );
+                }
             };
             match line {
                 Some(Ok(Line::Complete(bytes))) => match parse_frame(&bytes) {
                     Ok(messages) => self.queued.extend(messages),
                     Err(e) => {
                         self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                        let preview = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
-                        tracing::warn!(server = %self.server, error = %e, line = %preview, "skipped a line on stdout that is not JSON-RPC");
+                        tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
                     }
                 },
                 Some(Ok(Line::Oversized { len })) => {
@@ -380,11 +457,11 @@ impl Reader {
     async fn closed(&mut self, message: String) -> TransportEvent {
         self.done = true;
         let (exit_status, stderr_tail) = self.report.exit_report().await;
-        TransportEvent::Closed(Error::Connection {
-            server: self.server.to_string(),
+        TransportEvent::Closed(Error::process_ended(
+            &self.server,
             message,
             exit_status,
             stderr_tail,
-        })
+        ))
     }
 }

@@ -14,4 +14,6 @@ mod lists;
 mod misuse;
 mod revival;
 mod server_requests;
+mod server_text;
 mod settings;
+mod stdio_process;

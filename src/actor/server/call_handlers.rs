@@ -41,11 +41,8 @@ fn parse_output<T: TypedCall>(
     method: &'static str,
     raw: Result<Value, Error>,
 ) -> Result<T::Output, Error> {
-    serde_json::from_value(raw?).map_err(|e| Error::InvalidResponse {
-        server,
-        method: method.to_owned(),
-        message: e.to_string(),
-    })
+    serde_json::from_value(raw?)
+        .map_err(|e| Error::invalid_response(&server, method, e.to_string()))
 }
 
 macro_rules! typed_handlers {

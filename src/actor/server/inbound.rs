@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::ServerActor;
 use crate::actor::messages::ServerEvent;
 use crate::protocol::jsonrpc::Inbound;
+use crate::protocol::text::server_text;
 
 impl ServerActor {
     pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
@@ -21,7 +22,7 @@ impl ServerActor {
                 error,
             } => self.calls.on_error_response(&id, error),
             Inbound::Error { id: None, error } => {
-                tracing::warn!(server = %self.name, code = error.code, message = %error.message, "server reported an error it could not attribute to a request");
+                tracing::warn!(server = %self.name, code = error.code, message = %server_text(&error.message), "server reported an error it could not attribute to a request");
             }
             Inbound::Request { id, method, params } => {
                 if let Some(live) = &self.live {
@@ -63,7 +64,7 @@ impl ServerActor {
             }
             "notifications/message" => {
                 let params = params.unwrap_or(Value::Null);
-                tracing::debug!(server = %server, params = %params, "server log message");
+                tracing::debug!(server = %server, params = %server_text(&params.to_string()), "server log message");
                 self.emit(ServerEvent::Log { server, params });
             }
             _ => self.emit(ServerEvent::Notification {

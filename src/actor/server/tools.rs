@@ -68,7 +68,7 @@ impl ServerActor {
                     act.replace_tools(listed.items, true);
                 }
                 Err(e) => {
-                    tracing::warn!(server = %act.name, error = %e, "refreshing the tool list failed")
+                    tracing::warn!(server = %act.name, error = %e.without_stderr(), "refreshing the tool list failed")
                 }
             }
             let again = act.tools_refresh == Refresh::Running { again: true };

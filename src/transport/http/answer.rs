@@ -61,23 +61,21 @@ async fn json_answer(shared: &Shared, mut response: Response, id: u64, method: &
                 let preview: String = String::from_utf8_lossy(&body).chars().take(120).collect();
                 shared.emit(TransportEvent::CallFailed {
                     id,
-                    error: Error::InvalidResponse {
-                        server: shared.server.to_string(),
-                        method: method.to_owned(),
-                        message: format!(
-                            "the JSON answer holds no response to this request: {preview}"
-                        ),
-                    },
+                    error: Error::invalid_response(
+                        &shared.server,
+                        method,
+                        format!("the JSON answer holds no response to this request: {preview}"),
+                    ),
                 });
             }
         }
         Err(e) => shared.emit(TransportEvent::CallFailed {
             id,
-            error: Error::InvalidResponse {
-                server: shared.server.to_string(),
-                method: method.to_owned(),
-                message: format!("reading the response body failed: {e}"),
-            },
+            error: Error::invalid_response(
+                &shared.server,
+                method,
+                format!("reading the response body failed: {e}"),
+            ),
         }),
     };
 }
@@ -102,11 +100,7 @@ async fn refused(
         return;
     }
     let error = match status.as_u16() {
-        401 | 403 => Error::Unauthorized {
-            server: shared.server.to_string(),
-            status: status.as_u16(),
-            message: detail,
-        },
+        401 | 403 => Error::unauthorized(&shared.server, status.as_u16(), detail),
         500..=599 => {
             // The server failed this request; it may have done part of it. Only this call is
             // affected: it follows the retry rules. Whether the server is gone altogether, the
@@ -130,11 +124,11 @@ async fn refused(
             "initialize answered HTTP {}: {detail}",
             status.as_u16()
         )),
-        _ => Error::InvalidResponse {
-            server: shared.server.to_string(),
-            method: method.to_owned(),
-            message: format!("HTTP {}: {detail}", status.as_u16()),
-        },
+        _ => Error::invalid_response(
+            &shared.server,
+            method,
+            format!("HTTP {}: {detail}", status.as_u16()),
+        ),
     };
     match id {
         Some(id) => shared.emit(TransportEvent::CallFailed { id, error }),

@@ -54,6 +54,7 @@ use super::{Connection, Outbound, SkipCounters, TransportEvent};
 use crate::config::{redact_url, HttpConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
+use crate::protocol::text::server_text;
 
 /// What one HTTP connection shares between its requests. Everything runs on the actor's
 /// arbiter (awc's client is not `Send`), hence `Rc` and `Cell`.
@@ -110,7 +111,7 @@ impl HttpHandle {
                 tracing::debug!(server = %self.shared.server, status = %resp.status(), "session deleted")
             }
             Err(e) => {
-                tracing::debug!(server = %self.shared.server, error = %e, "DELETE of the session failed")
+                tracing::debug!(server = %self.shared.server, error = %server_text(&e.to_string()), "DELETE of the session failed")
             }
         }
     }
@@ -191,7 +192,7 @@ impl Shared {
         }
     }
 
-    fn connection_error(&self, message: impl Into<String>) -> Error {
+    fn connection_error(&self, message: impl AsRef<str>) -> Error {
         Error::connection(&self.server, message)
     }
 }

@@ -85,11 +85,11 @@ impl Shared {
         };
         let bytes = value.as_bytes();
         if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
-            return Err(Error::InvalidResponse {
-                server: self.server.to_string(),
-                method: "initialize".into(),
-                message: "Mcp-Session-Id must be visible ASCII".into(),
-            });
+            return Err(Error::invalid_response(
+                &self.server,
+                "initialize",
+                "Mcp-Session-Id must be visible ASCII",
+            ));
         }
         *self.session.borrow_mut() = Some(String::from_utf8_lossy(bytes).into_owned());
         Ok(())

@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use super::{request, Response, Shared};
 use crate::protocol::jsonrpc::{parse_frame, Inbound};
 use crate::protocol::sse::{SseItem, SseParser};
+use crate::protocol::text::server_text;
 use crate::transport::TransportEvent;
 
 /// Attempts to resume one broken response stream before giving the call up.
@@ -52,7 +53,7 @@ pub(super) fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> 
                 .skips
                 .non_json
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tracing::warn!(server = %shared.server, error = %e, "skipped a message that is not JSON-RPC");
+            tracing::warn!(server = %shared.server, error = %server_text(&e.to_string()), "skipped a message that is not JSON-RPC");
             false
         }
     }
@@ -138,7 +139,7 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
             break;
         };
         let delay = retry.unwrap_or_else(|| shared.resume_backoff.base_delay(attempt));
-        tracing::debug!(server = %shared.server, id, last_event_id = %last, delay_ms = delay.as_millis() as u64, "resuming a broken response stream");
+        tracing::debug!(server = %shared.server, id, last_event_id = %server_text(&last), delay_ms = delay.as_millis() as u64, "resuming a broken response stream");
         if !pause(shared, delay).await {
             return;
         }
@@ -149,7 +150,7 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
                 break;
             }
             Err(e) => {
-                tracing::debug!(server = %shared.server, error = %e, "resuming the stream failed");
+                tracing::debug!(server = %shared.server, error = %server_text(&e.to_string()), "resuming the stream failed");
                 break;
             }
         };
