@@ -77,7 +77,7 @@
 //! - [`actor`]: [`messages`](actor::messages), [`status`](actor::status),
 //!   [`server`](actor::server) (the [`ServerActor`]: its state-machine loop, connecting and
 //!   disconnecting, and message handlers that route into its parts `inbound`, `tools`,
-//!   `liveness`, `subscriptions` and `call_handlers`) and [`supervisor`](actor::supervisor).
+//!   `liveness`, `subscriptions`, `control` and `call_handlers`) and [`supervisor`](actor::supervisor).
 //!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, expiry,
 //!   settling after a lost connection; no actix, tested on its own), `calls` (one call's entry
 //!   and the caller's deadline), `connect` (one connection attempt: spawn, handshake, tool list,

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::text::server_text;
 use crate::protocol::{lifecycle, pagination};
-use crate::transport::{http, stdio, Connection, SkipCounters, TransportEvent};
+use crate::transport::{http, stdio, Connection, Reaping, SkipCounters, TransportEvent};
 
 /// Notifications kept from the handshake for the actor; more are dropped (and logged).
 const MAX_HANDSHAKE_NOTIFICATIONS: usize = 256;
@@ -45,6 +45,8 @@ pub(crate) struct Attempt {
     /// The server's request ids, shared with its call table: the handshake's ids are never
     /// used again on the connection it hands over.
     pub ids: RequestIds,
+    /// The actor's count of its processes not gone yet (see [`Reaping`]).
+    pub reaping: Reaping,
 }
 
 impl Attempt {
@@ -63,9 +65,13 @@ impl Attempt {
 
     async fn establish(self) -> Result<Established, Error> {
         let connection = match &self.transport {
-            Transport::Stdio(config) => {
-                stdio::spawn(&self.server, config, &self.settings, self.skips.clone())?
-            }
+            Transport::Stdio(config) => stdio::spawn(
+                &self.server,
+                config,
+                &self.settings,
+                self.skips.clone(),
+                &self.reaping,
+            )?,
             Transport::Http(config) => {
                 http::connect(&self.server, config, &self.settings, self.skips.clone())?
             }

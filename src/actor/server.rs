@@ -7,8 +7,8 @@
 //! machine, connecting and disconnecting, and the message handlers, which route into its parts:
 //! `call_table` (every call from start to answer), `call_handlers` (the call messages, raw and
 //! typed), `inbound` (what the server sends), `tools` (the cached tool list and its refresh),
-//! `liveness` (the ping after a timeout) and `subscriptions` (the application's resource
-//! subscriptions).
+//! `liveness` (the ping after a timeout), `subscriptions` (the application's resource
+//! subscriptions) and `control` (status, subscribers, `Reconnect`, `Shutdown`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,16 +27,16 @@ use crate::actor::connect::{Attempt, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
 use crate::actor::server_requests::ServerRequests;
-use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
 use crate::protocol::jsonrpc::RequestIds;
-use crate::transport::{Closer, Outbound, SkipCounters, TransportEvent};
+use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
 
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
 mod call_handlers;
+mod control;
 mod inbound;
 mod liveness;
 mod subscriptions;
@@ -81,6 +81,8 @@ pub struct ServerActor {
     calls: CallTable,
     /// The request ids of every connection: the handshake's and the call table's.
     ids: RequestIds,
+    /// The processes this actor started that are not gone yet; `Shutdown` waits for them.
+    reaping: Reaping,
     init: Option<InitializeResult>,
     tools: Vec<Tool>,
     subscriptions: BTreeSet<String>,
@@ -114,6 +116,7 @@ impl ServerActor {
         ServerActor {
             calls: CallTable::new(name.clone(), &settings, ids.clone()),
             ids,
+            reaping: Reaping::default(),
             name,
             machine: ConnectionMachine::new(
                 MachinePolicy::new(&settings, config.transport()),
@@ -197,6 +200,7 @@ impl ServerActor {
             server_requests: self.server_requests.clone(),
             skips: self.skips.clone(),
             ids: self.ids.clone(),
+            reaping: self.reaping.clone(),
         };
         tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
         // An actor started on its own has not been through the supervisor's checks: invalid
@@ -355,32 +359,6 @@ impl ServerActor {
         self.calls.settle(&error, None, &self.tools);
         self.feed(Event::ConnectionLost(error), ctx);
     }
-
-    fn status(&self) -> ServerStatus {
-        let init = self.init.as_ref();
-        let mut counters = self.calls.counters().clone();
-        counters.reconnects = self.reconnects;
-        counters.skipped_non_json = self.skips.non_json();
-        counters.skipped_oversized = self.skips.oversized();
-        let fanout = self.events.counts();
-        counters.events_dropped = fanout.dropped;
-        counters.state_changes_coalesced = fanout.coalesced;
-        ServerStatus {
-            name: self.name.to_string(),
-            transport: self.config.transport().kind(),
-            state: self.machine.state().clone(),
-            in_state_for: self.machine.since().elapsed(),
-            server_info: init.map(|i| i.server_info.clone()),
-            protocol_version: init.map(|i| i.protocol_version.to_string()),
-            capabilities: init.map(|i| i.capabilities.clone()),
-            tools: self.tools.clone(),
-            subscriptions: self.subscriptions.iter().cloned().collect(),
-            counters,
-            last_error: self.last_error.clone(),
-            pid: self.live.as_ref().and_then(|l| l.closer.pid()),
-            pending_calls: self.calls.len(),
-        }
-    }
 }
 
 impl Actor for ServerActor {
@@ -411,101 +389,4 @@ impl StreamHandler<FromServer> for ServerActor {
     // The stream's last item is `Closed`, handled above; its end must not stop the actor (the
     // default does).
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
-}
-
-impl Handler<GetStatus> for ServerActor {
-    type Result = Result<Vec<ServerStatus>, Error>;
-
-    fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        match msg.server {
-            Some(name) if name != *self.name => Err(Error::ServerNotFound { server: name }),
-            _ => Ok(vec![self.status()]),
-        }
-    }
-}
-
-impl Handler<SubscribeEvents> for ServerActor {
-    type Result = ();
-
-    fn handle(&mut self, SubscribeEvents(recipient): SubscribeEvents, _: &mut Context<Self>) {
-        self.events.subscribe(recipient);
-    }
-}
-
-impl Handler<SetRequestHandler> for ServerActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: SetRequestHandler, _: &mut Context<Self>) {
-        self.server_requests = self.server_requests.with_handler(msg.handler);
-        self.client_capabilities = msg.capabilities;
-    }
-}
-
-impl Handler<Reconnect> for ServerActor {
-    type Result = Result<(), Error>;
-
-    fn handle(&mut self, _: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
-        match self.machine.state() {
-            ServerState::Stopped => {
-                return Err(Error::Stopped {
-                    server: self.name.to_string(),
-                })
-            }
-            ServerState::Ready => {
-                // The connection is dropped on purpose: its calls are settled like on a crash.
-                let error = Error::connection(&self.name, "reconnect requested");
-                self.calls.settle(&error, None, &self.tools);
-            }
-            _ => {}
-        }
-        self.feed(Event::Reconnect, ctx);
-        Ok(())
-    }
-}
-
-impl Handler<Shutdown> for ServerActor {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
-        let mut stopped = self.stopped.subscribe();
-        if *self.machine.state() != ServerState::Stopped {
-            // The first Shutdown stops the server; later ones wait for the same end.
-            if let Some(gone) = &mut self._gone {
-                gone.deliberate = true;
-            }
-            self.feed(Event::Stop, ctx);
-            // Calls in flight get their answer now rather than at their deadline.
-            let situation = Situation::of(&self.machine, self.last_error.as_ref());
-            self.calls.fail_all_stopped(&situation);
-            let closing = std::mem::take(&mut self.closing);
-            ctx.spawn(
-                async move {
-                    for closed in closing {
-                        let _ = closed.await;
-                    }
-                }
-                .into_actor(self)
-                .map(|_, act, ctx| {
-                    act.stopped.send_replace(true);
-                    ctx.stop();
-                }),
-            );
-        }
-        // Not tied to the actor's context, so that it answers after the actor has stopped;
-        // should the actor die first, the sender's drop ends the wait too.
-        Box::pin(async move {
-            let _ = stopped.wait_for(|done| *done).await;
-        })
-    }
-}
-
-impl Handler<InjectPanic> for ServerActor {
-    type Result = ();
-
-    fn handle(&mut self, _: InjectPanic, _: &mut Context<Self>) {
-        panic!(
-            "InjectPanic: a test asked ServerActor `{}` to panic",
-            self.name
-        );
-    }
 }

@@ -35,7 +35,7 @@
 //! - `{"grandchild": "keep_stdout" | "setsid"}`: start a `sleep 60` that inherits our stdout
 //!   (so stdout stays open after we exit), or that leaves our process group with `setsid`. Its
 //!   pid is written to stderr as `grandchild pid=N`.
-//! - `{"stderr": TEXT}`: a line on stderr.
+//! - `{"stderr": TEXT}`: a line on stderr (`{pid}` in it becomes our process id).
 //! - `{"ignore_sigterm": true}`: a server that only SIGKILL stops.
 
 use std::collections::HashMap;
@@ -241,7 +241,11 @@ fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
             }
             "stop_reading" => return Flow::StopReading,
             "grandchild" => grandchild(arg.as_str().unwrap_or("keep_stdout")),
-            "stderr" => eprintln!("{}", arg.as_str().unwrap_or_default()),
+            "stderr" => eprintln!(
+                "{}",
+                fill(arg.as_str().unwrap_or_default(), incoming)
+                    .replace("{pid}", &std::process::id().to_string())
+            ),
             "ignore_sigterm" => {
                 use nix::sys::signal::{signal, SigHandler, Signal};
                 // SAFETY: installs SIG_IGN, which runs no code of ours in the handler.

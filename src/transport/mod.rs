@@ -8,10 +8,11 @@ pub(crate) mod http;
 mod process_tree;
 pub(crate) mod stdio;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use futures_util::stream::LocalBoxStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
 use crate::protocol::jsonrpc::Inbound;
@@ -56,6 +57,52 @@ impl SkipCounters {
     }
     pub fn oversized(&self) -> u64 {
         self.oversized.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts the processes a server's actor started that are not gone yet: not reaped, or with
+/// descendants still to kill. The processes of failed or abandoned connection attempts are
+/// killed in the background, so this is how `Shutdown` knows to wait for them too.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reaping(Arc<ReapingState>);
+
+#[derive(Debug, Default)]
+struct ReapingState {
+    live: AtomicUsize,
+    idle: Notify,
+}
+
+/// One process (or one piece of work on it) that is not gone yet; dropping it says it is.
+#[derive(Debug)]
+pub(crate) struct ReapGuard(Reaping);
+
+impl Reaping {
+    /// Counts one more process until the guard is dropped.
+    pub fn track(&self) -> ReapGuard {
+        self.0.live.fetch_add(1, Ordering::AcqRel);
+        ReapGuard(self.clone())
+    }
+
+    /// Returns once every tracked process is gone.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.0.idle.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a guard dropped in between still wakes us.
+            notified.as_mut().enable();
+            if self.0.live.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for ReapGuard {
+    fn drop(&mut self) {
+        if self.0 .0.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0 .0.idle.notify_waiters();
+        }
     }
 }
 

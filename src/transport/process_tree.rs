@@ -25,6 +25,8 @@ use std::collections::{HashMap, HashSet};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
+use super::ReapGuard;
+
 /// The most descendants remembered: a fork bomb cannot make a snapshot unbounded.
 const MAX_DESCENDANTS: usize = 4096;
 
@@ -145,8 +147,9 @@ impl Drop for KillGroup {
 /// shows now) without waiting, for a caller that cannot (a `Drop`). `running`: the leader has
 /// not been reaped, so its pid is still its own. The leader is stopped first, so that its
 /// children stay its children while its tree is read on the blocking pool; then the group and
-/// the strays get SIGKILL. Without a runtime, the group alone is killed at once.
-pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays) {
+/// the strays get SIGKILL. Without a runtime, the group alone is killed at once. `done` is
+/// dropped when all of that is over.
+pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays, done: ReapGuard) {
     let group = KillGroup(leader);
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(handle) if running => handle,
@@ -161,6 +164,7 @@ pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays) 
         known.add(strays_of(leader));
         drop(group);
         known.kill();
+        drop(done);
     });
 }
 

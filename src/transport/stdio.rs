@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::process_tree::{kill_tree_detached, Strays};
-use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
+use super::{Connection, Outbound, Outgoing, Reaping, SkipCounters, TransportEvent};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
@@ -81,6 +81,8 @@ pub(crate) struct ProcessHandle {
     stdin: Option<mpsc::UnboundedSender<Outgoing>>,
     /// Descendants that left the process group, seen while the server ran.
     strays: Strays,
+    /// The actor's count of processes not gone yet: a kill in the background holds it.
+    reaping: Reaping,
 }
 
 impl ProcessHandle {
@@ -167,7 +169,7 @@ impl Drop for ProcessHandle {
         // the blocking pool.
         if let Some(pid) = self.pid {
             let strays = std::mem::take(&mut self.strays);
-            kill_tree_detached(pid, self.running(), strays);
+            kill_tree_detached(pid, self.running(), strays, self.reaping.track());
         }
     }
 }
@@ -235,6 +237,7 @@ pub(crate) fn spawn(
     config: &StdioConfig,
     settings: &Settings,
     skips: Arc<SkipCounters>,
+    reaping: &Reaping,
 ) -> Result<Connection, Error> {
     let mut cmd = Command::new(&config.command);
     cmd.args(&config.args)
@@ -264,7 +267,9 @@ pub(crate) fn spawn(
     tracing::debug!(server = %server, pid = ?pid, command = %config.command, "spawned server process");
 
     let (exit_tx, exit) = watch::channel(None);
+    let reaped = reaping.track();
     tokio::spawn(async move {
+        let _reaped = reaped;
         let status = match child.wait().await {
             Ok(status) => describe_exit(&status),
             Err(e) => format!("exit status unknown: {e}"),
@@ -304,6 +309,7 @@ pub(crate) fn spawn(
         stderr_done: stderr_done.clone(),
         stdin: Some(out_tx.clone()),
         strays: Strays::default(),
+        reaping: reaping.clone(),
     };
     let reader = Reader {
         server: server.clone(),
@@ -317,6 +323,7 @@ pub(crate) fn spawn(
             stderr_done,
             stdin: None,
             strays: Strays::default(),
+            reaping: Reaping::default(),
         },
         group: pid,
         drain_until: None,

@@ -218,3 +218,28 @@ async fn a_failed_handshake_leaves_no_grandchild_that_left_the_group() {
     );
     sup.send(Shutdown).await.unwrap();
 }
+
+/// Defect 6's sibling: `Shutdown` right after a failed handshake used to answer while that
+/// attempt's process (and its setsid grandchild) were still being killed in the background.
+/// It answers once they are gone.
+#[actix::test]
+async fn shutdown_after_a_failed_handshake_waits_for_its_processes() {
+    let mark = unique_mark("shutdown-after-failure");
+    let script = json!({
+        "on_start": [{"grandchild": "setsid"}, {"sleep_ms": 100}],
+        "rules": [{"method": "initialize", "do": [
+            {"reply": {"protocolVersion": "1999-01-01", "capabilities": {},
+                       "serverInfo": {"name": "old", "version": "0"}}}
+        ]}]
+    });
+    let config = hostile("gone", script).env("HOSTILE_MARK", &mark);
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.state("gone", "failed", 1).await;
+    sup.send(Shutdown).await.unwrap();
+    let left = marked(&mark);
+    sweep(&mark);
+    assert!(
+        left.is_empty(),
+        "Shutdown answered while these ran: {left:?}"
+    );
+}
