@@ -1,13 +1,17 @@
 //! The handshake of the protocol revisions that have one (2024-11-05 to 2025-11-25): what we
 //! offer in `initialize` and what we accept back. Pure: the actor's connect task does the IO.
 //!
-//! This is the one seam where the stateless 2026-07-28 revision (`server/discover`, no
-//! handshake) will slot in.
+//! The stateless 2026-07-28 revision has no handshake: see [`era`](super::era) for how one is
+//! chosen and [`discover`](super::discover) for its `server/discover`. Both end in a
+//! [`Negotiated`]: what the connection speaks and knows of its server.
 
-use rmcp::model::{InitializeResult, Tool};
+use std::time::Duration;
+
+use rmcp::model::{Implementation, InitializeResult, ServerCapabilities, Tool};
 use serde_json::{json, Value};
 
 use crate::error::Error;
+use crate::protocol::era::Era;
 
 /// The protocol version we offer: the newest revision that still has the `initialize`
 /// handshake. (rmcp's `ProtocolVersion::LATEST` is the stateless 2026-07-28 revision, which has
@@ -18,15 +22,52 @@ pub const OFFERED_PROTOCOL_VERSION: &str = "2025-11-25";
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
     &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// What a connection speaks and knows of its server, whichever era it was made in: from the
+/// `initialize` result, or from `server/discover`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Negotiated {
+    /// The era of the connection.
+    pub era: Era,
+    /// The protocol version in use.
+    pub version: String,
+    /// The server's identity (optional in the modern era).
+    pub server_info: Option<Implementation>,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// How to use the server, for people and models.
+    pub instructions: Option<String>,
+    /// Modern era: how long the discovery answer may be reused. `None` for a handshake, which
+    /// belongs to its connection.
+    pub fresh_for: Option<Duration>,
+}
+
+impl From<InitializeResult> for Negotiated {
+    fn from(init: InitializeResult) -> Self {
+        Negotiated {
+            era: Era::Legacy,
+            version: init.protocol_version.to_string(),
+            server_info: Some(init.server_info),
+            capabilities: init.capabilities,
+            instructions: init.instructions,
+            fresh_for: None,
+        }
+    }
+}
+
+/// Who we are, as `clientInfo` (handshake) or `io.modelcontextprotocol/clientInfo` (modern).
+pub fn client_info() -> Value {
+    json!({
+        "name": env!("CARGO_PKG_NAME"),
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
 /// The `initialize` request's params.
 pub fn initialize_params(client_capabilities: &Value) -> Value {
     json!({
         "protocolVersion": OFFERED_PROTOCOL_VERSION,
         "capabilities": client_capabilities,
-        "clientInfo": {
-            "name": env!("CARGO_PKG_NAME"),
-            "version": env!("CARGO_PKG_VERSION"),
-        },
+        "clientInfo": client_info(),
     })
 }
 

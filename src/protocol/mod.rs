@@ -1,8 +1,12 @@
 //! The wire protocol, pure: no actix, no IO.
 
 pub mod codec;
+pub mod discover;
+pub mod era;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod meta;
+pub mod mrtr;
 pub mod pagination;
 pub mod sse;
 pub mod text;

@@ -1,0 +1,185 @@
+//! Multi-round-trip requests of the modern revision: instead of sending us requests of its own,
+//! a server answers `tools/call`, `prompts/get` or `resources/read` with
+//! `resultType: "input_required"`, naming what it needs (an elicitation, a sampling, the roots)
+//! and an opaque `requestState`; the client asks its handler, then sends the same request again,
+//! under a new id, with the answers as `inputResponses` and the state as it was given. Pure:
+//! this module reads results and builds the next round's params; the actor runs the rounds.
+//!
+//! Rules kept here: a result without `resultType` is complete (older servers send none); an
+//! unrecognised one is an invalid response; `requestState` is echoed exactly and only to the
+//! request it came with, and never invented; rounds are bounded by the caller.
+
+use serde_json::{Map, Value};
+
+/// Methods whose result may ask for input.
+pub const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// One thing the server needs before it can answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequest {
+    /// The key its answer goes under in `inputResponses`.
+    pub key: String,
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its params.
+    pub params: Option<Value>,
+}
+
+/// What a result says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Round {
+    /// The final result.
+    Complete,
+    /// The server needs these answered (possibly none: then only `request_state` is sent back)
+    /// before it answers.
+    InputRequired {
+        /// What to ask the application's handler, in the server's order.
+        requests: Vec<InputRequest>,
+        /// To send back unchanged, if the server gave one.
+        request_state: Option<Value>,
+    },
+}
+
+/// Reads the `resultType` of the result of `method`. `Err` says why the result is invalid.
+pub fn classify(method: &str, result: &Value) -> Result<Round, String> {
+    let kind = match result.get("resultType") {
+        None | Some(Value::Null) => return Ok(Round::Complete),
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(_) => return Err("resultType is not a string".into()),
+    };
+    match kind {
+        "complete" => Ok(Round::Complete),
+        "input_required" if !INPUT_METHODS.contains(&method) => Err(format!(
+            "resultType input_required is not allowed for {method}"
+        )),
+        "input_required" => {
+            let mut requests = Vec::new();
+            match result.get("inputRequests") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(all)) => {
+                    for (key, request) in all {
+                        let Some(method) = request.get("method").and_then(Value::as_str) else {
+                            return Err(format!("inputRequests.{key} has no method"));
+                        };
+                        requests.push(InputRequest {
+                            key: key.clone(),
+                            method: method.to_owned(),
+                            params: request.get("params").cloned(),
+                        });
+                    }
+                }
+                Some(_) => return Err("inputRequests is not an object".into()),
+            }
+            let request_state = match result.get("requestState") {
+                None | Some(Value::Null) => None,
+                Some(state @ Value::String(_)) => Some(state.clone()),
+                Some(_) => return Err("requestState is not a string".into()),
+            };
+            if requests.is_empty() && request_state.is_none() {
+                return Err("input_required without inputRequests or requestState".into());
+            }
+            Ok(Round::InputRequired {
+                requests,
+                request_state,
+            })
+        }
+        other => Err(format!(
+            "unrecognised resultType {}",
+            crate::protocol::text::server_text(other)
+        )),
+    }
+}
+
+/// The params of the next round: the original request's, with `inputResponses` (when there
+/// are any) and the server's `requestState` (only when it gave one) set, and nothing left over
+/// from an earlier round.
+pub fn next_round_params(
+    original: Option<&Value>,
+    responses: Map<String, Value>,
+    request_state: Option<&Value>,
+) -> Value {
+    let mut params = match original {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::new(),
+    };
+    params.remove("inputResponses");
+    params.remove("requestState");
+    if !responses.is_empty() {
+        params.insert("inputResponses".into(), Value::Object(responses));
+    }
+    if let Some(state) = request_state {
+        params.insert("requestState".into(), state.clone());
+    }
+    Value::Object(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn no_result_type_is_complete_and_unknown_ones_are_invalid() {
+        assert_eq!(
+            classify("tools/call", &json!({"content": []})),
+            Ok(Round::Complete)
+        );
+        assert_eq!(
+            classify("tools/call", &json!({"resultType": "complete"})),
+            Ok(Round::Complete)
+        );
+        assert!(classify("tools/call", &json!({"resultType": "later"})).is_err());
+        assert!(classify("tools/call", &json!({"resultType": 3})).is_err());
+        assert!(classify(
+            "tools/list",
+            &json!({"resultType": "input_required", "requestState": "x"})
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn input_required_names_the_requests_and_keeps_the_state() {
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": {"confirm": {"method": "elicitation/create",
+                                          "params": {"message": "ok?", "requestedSchema": {}}}},
+            "requestState": "{\"nonce\":\"é\"}"
+        });
+        let Ok(Round::InputRequired {
+            requests,
+            request_state,
+        }) = classify("tools/call", &result)
+        else {
+            panic!("not input_required")
+        };
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].key, "confirm");
+        assert_eq!(requests[0].method, "elicitation/create");
+        assert_eq!(request_state, Some(json!("{\"nonce\":\"é\"}")));
+        // Only state: a retry without asking anyone.
+        let shed = json!({"resultType": "input_required", "requestState": "s"});
+        assert!(matches!(
+            classify("resources/read", &shed),
+            Ok(Round::InputRequired { requests, .. }) if requests.is_empty()
+        ));
+        assert!(classify("tools/call", &json!({"resultType": "input_required"})).is_err());
+    }
+
+    #[test]
+    fn the_next_round_carries_answers_and_state_only_when_given() {
+        let original = json!({"name": "t", "arguments": {"a": 1}, "requestState": "old"});
+        let mut answers = Map::new();
+        answers.insert("confirm".into(), json!({"action": "accept"}));
+        let next = next_round_params(Some(&original), answers, Some(&json!("new")));
+        assert_eq!(next["arguments"], json!({"a": 1}));
+        assert_eq!(next["inputResponses"]["confirm"]["action"], "accept");
+        assert_eq!(next["requestState"], "new");
+        let bare = next_round_params(Some(&original), Map::new(), None);
+        assert!(
+            bare.get("requestState").is_none(),
+            "never invented or left over"
+        );
+        assert!(bare.get("inputResponses").is_none());
+    }
+}
