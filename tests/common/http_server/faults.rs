@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::canned::{Canned, Target};
 use super::state::{lock, Shared};
 use super::{GetMode, SessionGone};
 
@@ -57,6 +58,19 @@ impl Faults {
     pub fn get_stream(&self, mode: GetMode) {
         lock(&self.0.faults).get_mode = mode;
     }
+
+    /// Answers the requests `target` names with `canned` (see [`Canned`]) instead of serving
+    /// them, before any other switch applies; the last one installed for a target wins.
+    pub fn canned(&self, target: Target, canned: Canned) {
+        let mut faults = lock(&self.0.faults);
+        faults.canned.retain(|(t, _)| *t != target);
+        faults.canned.insert(0, (target, canned));
+    }
+
+    /// Removes every canned answer.
+    pub fn clear_canned(&self) {
+        lock(&self.0.faults).canned.clear();
+    }
 }
 
 pub(super) struct FaultState {
@@ -69,4 +83,5 @@ pub(super) struct FaultState {
     pub(super) json_responses: bool,
     pub(super) get_mode: GetMode,
     pub(super) session_gone: SessionGone,
+    pub(super) canned: Vec<(Target, Canned)>,
 }

@@ -1,13 +1,14 @@
 //! The `/mcp` endpoint's handlers — POST, GET, DELETE — and the HTTP helpers they share.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::canned::{self, Target};
 use super::state::{lock, EventLog, Shared};
 use super::streams::{open_stream, resume, sse_response};
 use super::tools::{read_resource, subscribe, tools_call, tools_list};
@@ -117,10 +118,20 @@ pub(super) async fn handle_post(
         .as_ref()
         .map(|m| m.get("method").and_then(Value::as_str))
     {
-        *lock(&state.counters)
-            .posts
+        let mut counters = lock(&state.counters);
+        *counters.posts.entry(method.to_owned()).or_default() += 1;
+        counters
+            .post_times
             .entry(method.to_owned())
-            .or_default() += 1;
+            .or_default()
+            .push(Instant::now());
+    }
+    if let Ok(message) = &message {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        let target = Target::Post(method.to_owned());
+        if let Some(response) = canned::take(&state, &target, message.get("id")).await {
+            return response;
+        }
     }
     if let Some(response) = overridden(&state) {
         return response;
@@ -214,7 +225,11 @@ pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpRespo
     {
         let mut counters = lock(&state.counters);
         counters.gets += 1;
+        counters.get_times.push(Instant::now());
         counters.resumed_gets += usize::from(last_event_id.is_some());
+    }
+    if let Some(response) = canned::take(&state, &Target::Get, None).await {
+        return response;
     }
     if let Some(response) = overridden(&state) {
         return response;

@@ -26,9 +26,11 @@
 //!
 //! The parts: here, starting the server and its routes; `state`, sessions and their streams'
 //! event logs; `streams`, SSE response bodies and resumption; `handlers`, the endpoint;
-//! `tools`, the tools and resources; `faults` and `stats`, the switches and counters tests use.
+//! `tools`, the tools and resources; `faults` and `stats`, the switches and counters tests use;
+//! `canned`, the hostile switch that answers anything with any status, headers and body.
 #![allow(dead_code)]
 
+mod canned;
 mod faults;
 mod handlers;
 mod state;
@@ -41,6 +43,8 @@ use std::sync::Arc;
 use actix_web::dev::{ServerHandle, Service as _};
 use actix_web::{web, App, HttpServer};
 
+#[allow(unused_imports)] // Not every test binary uses the hostile switches.
+pub use canned::{Body, Canned, Target};
 pub use faults::Faults;
 use handlers::{delete, get, post};
 use state::{lock, Shared};

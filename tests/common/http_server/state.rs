@@ -75,6 +75,7 @@ impl Shared {
                 json_responses: false,
                 get_mode: GetMode::Allow,
                 session_gone: SessionGone::NotFound,
+                canned: Vec::new(),
             }),
             counters: Mutex::default(),
             sessions: Mutex::default(),

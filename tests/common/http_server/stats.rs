@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::state::{lock, Shared};
 
@@ -53,6 +54,30 @@ impl Stats {
         lock(&self.0.counters).last_headers.clone()
     }
 
+    /// When each POST of a JSON-RPC method arrived, in order.
+    pub fn post_times(&self, method: &str) -> Vec<Instant> {
+        lock(&self.0.counters)
+            .post_times
+            .get(method)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// When each GET arrived, in order.
+    pub fn get_times(&self) -> Vec<Instant> {
+        lock(&self.0.counters).get_times.clone()
+    }
+
+    /// Requests answered with a canned answer.
+    pub fn canned(&self) -> usize {
+        lock(&self.0.counters).canned
+    }
+
+    /// Chunks of canned `Body::Repeat` bodies the client has taken (handed to the socket).
+    pub fn chunks_sent(&self) -> usize {
+        lock(&self.0.counters).chunks_sent
+    }
+
     /// Live sessions.
     pub fn sessions(&self) -> usize {
         lock(&self.0.sessions).len()
@@ -68,4 +93,8 @@ pub(super) struct Counters {
     pub(super) deletes: usize,
     pub(super) tool_calls: HashMap<String, usize>,
     pub(super) last_headers: Vec<(String, String)>,
+    pub(super) canned: usize,
+    pub(super) post_times: HashMap<String, Vec<Instant>>,
+    pub(super) get_times: Vec<Instant>,
+    pub(super) chunks_sent: usize,
 }
