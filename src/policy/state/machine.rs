@@ -163,9 +163,19 @@ impl ConnectionMachine {
             let attempts = self.attempts();
             return self.give_up(error, attempts, now);
         }
+        // A server that said how long to wait (HTTP 429/503 `Retry-After`) is not asked again
+        // sooner, within the reconnect backoff's cap: it cannot park us for good.
+        let not_before = error
+            .retry_after()
+            .unwrap_or_default()
+            .min(self.policy.reconnect_backoff.max());
         match self.state.clone() {
             ServerState::Connecting { attempt, max } if attempt < max => {
-                let after = self.policy.startup_backoff.delay(attempt, rng);
+                let after = self
+                    .policy
+                    .startup_backoff
+                    .delay(attempt, rng)
+                    .max(not_before);
                 self.token += 1;
                 self.enter(
                     ServerState::Connecting {
@@ -197,7 +207,7 @@ impl ConnectionMachine {
                 {
                     return self.give_up(error, attempt, now);
                 }
-                let after = self.next_reconnect_delay(rng);
+                let after = self.next_reconnect_delay(rng).max(not_before);
                 self.token += 1;
                 let retry_at = now + after;
                 self.enter(

@@ -22,6 +22,11 @@
 //! `max_message_bytes`. TLS uses a rustls config built here with the ring provider, never a
 //! process-wide default.
 //!
+//! What the server sends reaches the actor through a channel of [`EVENTS_CAPACITY`] events,
+//! and every reader waits for room in it: when the actor is behind, the SSE streams stop being
+//! read and TCP pushes back on the server, as a pipe does on stdio. A flood costs a bounded
+//! amount of memory, whatever its size.
+//!
 //! The parts, one concern each:
 //!
 //! - here: [`connect`], the state one connection shares between its requests, and
@@ -31,12 +36,14 @@
 //!   the session id those headers carry;
 //! - `send`: the send loop, one POST per message, and the failures of the exchange itself;
 //! - `answer`: what an answer to a POST means, by status and content type;
+//! - `overload`: 429 and 503, and the server's `Retry-After`;
 //! - `stream`: reading SSE streams into events, and resuming an answer whose stream broke;
 //! - `listen`: the GET stream for server-initiated messages.
 
 mod answer;
 mod client;
 mod listen;
+mod overload;
 mod request;
 mod send;
 mod stream;
@@ -66,13 +73,19 @@ struct Shared {
     headers: Vec<(HeaderName, HeaderValue)>,
     session: RefCell<Option<String>>,
     protocol_version: RefCell<Option<String>>,
-    events: mpsc::UnboundedSender<TransportEvent>,
+    events: mpsc::Sender<TransportEvent>,
     closed: Cell<bool>,
     close: Notify,
     max_message_bytes: usize,
     resume_backoff: Backoff,
+    /// How long the send loop waits for the answer to a notification before sending on.
+    notification_wait: Duration,
     skips: Arc<SkipCounters>,
 }
+
+/// Events that may wait for the actor: enough to hand it a full batch (actix handles up to 16
+/// stream items per turn), few enough that a flood of large messages stays small.
+pub(crate) const EVENTS_CAPACITY: usize = 16;
 
 /// Without compression features (MCP servers answer uncompressed JSON and SSE), this is what
 /// awc's requests resolve to.
@@ -148,7 +161,7 @@ pub(crate) fn connect(
         value.set_sensitive(true);
         headers.push((name, value));
     }
-    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
     let shared = Rc::new(Shared {
         server: server.clone(),
         client: client::build_client(settings.connect_timeout)?,
@@ -162,6 +175,7 @@ pub(crate) fn connect(
         close: Notify::new(),
         max_message_bytes: settings.max_message_bytes,
         resume_backoff: settings.reconnect_backoff,
+        notification_wait: settings.ping_timeout,
         skips,
     });
     let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -179,9 +193,16 @@ pub(crate) fn connect(
 }
 
 impl Shared {
-    fn emit(&self, event: TransportEvent) {
-        if !self.closed.get() {
-            let _ = self.events.send(event);
+    /// Hands an event to the actor, waiting while the actor is behind (this is the transport's
+    /// backpressure), unless the connection is closed.
+    async fn emit(&self, event: TransportEvent) {
+        if self.closed.get() {
+            return;
+        }
+        tokio::select! {
+            // An error means the actor dropped the connection: nobody listens any more.
+            _ = self.events.send(event) => {}
+            _ = self.closed() => {}
         }
     }
 

@@ -2,7 +2,8 @@
 //! exchange itself fails (the server unreachable, a reset socket) before there is an answer.
 //!
 //! Its own room because ordering and cancellation live here: notifications and answers go one
-//! after the other, requests concurrently, each in a task an abandoned call aborts. What an
+//! after the other (each waited for a bounded time), requests concurrently, each in a task an
+//! abandoned call aborts. What an
 //! answer means is [`super::answer`]'s business.
 
 use std::cell::RefCell;
@@ -50,7 +51,7 @@ pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceive
         // Only requests have ids of ours; the id of an answer to a server request is the
         // server's and may collide with one of ours.
         let id = header.id.filter(|_| header.method.is_some());
-        let post = post(shared.clone(), Bytes::from(line), id, header.method);
+        let post = post(shared.clone(), Bytes::from(line), id, header.method.clone());
         match id {
             Some(id) => {
                 let registry = requests.clone();
@@ -60,7 +61,17 @@ pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceive
                 });
                 requests.borrow_mut().insert(id, task.abort_handle());
             }
-            None => post.await,
+            None => {
+                // In order (`notifications/initialized` before the next request), but a server
+                // that never answers a notification must not hold up everything after it: its
+                // answer is awaited for `ping_timeout`, then left to finish on its own (it ends
+                // with the connection at the latest).
+                let mut post = actix::spawn(post);
+                let wait = shared.notification_wait;
+                if tokio::time::timeout(wait, &mut post).await.is_err() {
+                    tracing::warn!(server = %shared.server, method = header.method.as_deref().unwrap_or(""), waited_ms = wait.as_millis() as u64, "the server has not answered a notification; sending on without waiting for it");
+                }
+            }
         }
     }
 }
@@ -77,12 +88,14 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
             // The server cannot be reached: the connection is over, and this request never
             // got there, so it can be sent again whatever its retry policy.
             if let Some(id) = id {
-                shared.emit(TransportEvent::Rejected(vec![id]));
+                shared.emit(TransportEvent::Rejected(vec![id])).await;
             }
-            shared.emit(TransportEvent::Closed(shared.connection_error(format!(
-                "cannot connect to {}: {e}",
-                shared.shown_url
-            ))));
+            shared
+                .emit(TransportEvent::Closed(shared.connection_error(format!(
+                    "cannot connect to {}: {e}",
+                    shared.shown_url
+                ))))
+                .await;
             return;
         }
         Err(e) => {
@@ -90,10 +103,14 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
             // well be fine. Its call follows the retry rules.
             let error = shared.connection_error(format!("POST failed: {e}"));
             match id {
-                Some(id) => shared.emit(TransportEvent::Interrupted {
-                    ids: vec![id],
-                    error,
-                }),
+                Some(id) => {
+                    shared
+                        .emit(TransportEvent::Interrupted {
+                            ids: vec![id],
+                            error,
+                        })
+                        .await
+                }
                 None => {
                     tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
                 }
