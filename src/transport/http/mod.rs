@@ -216,3 +216,6 @@ impl Shared {
         Error::connection(&self.server, message)
     }
 }
+
+#[cfg(test)]
+mod tests;

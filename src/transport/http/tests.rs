@@ -1,0 +1,115 @@
+//! The HTTP transport against a raw TCP peer, where a test must see what the server's socket
+//! sees: whether we keep reading while nobody takes our events.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_rt::net::TcpListener;
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::connect;
+use crate::config::{HttpConfig, Settings};
+use crate::transport::{SkipCounters, TransportEvent};
+
+/// What the flood server writes before it stops on its own: far more than the socket buffers
+/// on both sides hold (the receive buffer is not tuned up while the reader does not read).
+const FLOOD_BYTES: usize = 48 * 1024 * 1024;
+
+/// Answers the first request on `listener` with an SSE stream of `notifications/message`
+/// events, written as fast as the socket takes them, up to [`FLOOD_BYTES`]; `written` counts
+/// what the socket took.
+async fn flood(listener: TcpListener, written: Arc<AtomicUsize>) {
+    let Ok((mut socket, _)) = listener.accept().await else {
+        return;
+    };
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let answer =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    if socket.write_all(answer).await.is_err() {
+        return;
+    }
+    let padding = "x".repeat(400);
+    let event = format!(
+        "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{padding}\"}}}}\n\n"
+    );
+    // One HTTP chunk per event.
+    let event = format!("{:x}\r\n{event}\r\n", event.len());
+    while written.load(Ordering::Relaxed) < FLOOD_BYTES {
+        if socket.write_all(event.as_bytes()).await.is_err() {
+            return;
+        }
+        written.fetch_add(event.len(), Ordering::Relaxed);
+    }
+    std::future::pending::<()>().await;
+}
+
+/// Waits until `written` has not grown for a while (or the flood is all out), bounded.
+async fn settled(written: &AtomicUsize) -> usize {
+    let mut last = usize::MAX;
+    let mut still = 0;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = written.load(Ordering::Relaxed);
+        if now >= FLOOD_BYTES {
+            return now;
+        }
+        still = if now == last { still + 1 } else { 0 };
+        if still == 3 {
+            return now;
+        }
+        last = now;
+    }
+    written.load(Ordering::Relaxed)
+}
+
+/// Defect 10: a notification flood on the GET stream while the actor is behind (here: does
+/// not read at all) must wait in TCP, not in our memory. Before, the transport read the whole
+/// flood into an unbounded channel (+90 MiB for 100k notifications).
+#[actix::test]
+async fn a_flood_waits_in_tcp_while_the_actor_is_behind() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let written = Arc::new(AtomicUsize::new(0));
+    actix::spawn(flood(listener, written.clone()));
+
+    let config = HttpConfig {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Default::default(),
+    };
+    let mut connection = connect(
+        &Arc::from("flood"),
+        &config,
+        &Settings::default(),
+        Arc::new(SkipCounters::default()),
+    )
+    .expect("a connection");
+    // Opens the GET stream; nobody takes the events it reads.
+    connection.closer.initialized("2025-06-18");
+    let stalled = settled(&written).await;
+    assert!(
+        stalled < FLOOD_BYTES / 2,
+        "the transport read {stalled} bytes while nobody took its events"
+    );
+
+    // It is backpressure, not a stall: taking events lets the flood go on.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while written.load(Ordering::Relaxed) <= stalled {
+        let event = tokio::time::timeout_at(deadline, connection.events.next())
+            .await
+            .expect("the flood goes on as its events are taken");
+        assert!(
+            matches!(event, Some(TransportEvent::Message(_))),
+            "{event:?}"
+        );
+    }
+    connection.closer.kill().await;
+}
