@@ -658,6 +658,29 @@ async fn a_get_stream_refused_with_retry_after_is_reopened_no_sooner() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// An SSE `retry:` of a day is honoured only up to the reconnect backoff's cap: the GET stream
+/// that ended after it is re-opened (before, it waited the day, and an idle connection could
+/// not notice a lost server for as long).
+#[actix::test]
+async fn an_sse_retry_of_a_day_is_capped() {
+    let server = TestHttpServer::start().await;
+    server.faults().canned(
+        Target::Get,
+        Canned::status(200)
+            .header("content-type", "text/event-stream")
+            .body("retry: 86400000\n\n")
+            .times(1),
+    );
+    let mut settings = quick_settings();
+    settings.reconnect_backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+    let (sup, events) = start_supervisor(settings, [web(&server)]);
+    events.ready("web", 1).await;
+    until("the GET stream re-opened", || server.stats().gets() >= 2).await;
+    let gap = gaps(&server.stats().get_times())[0];
+    assert!(gap >= Duration::from_millis(900), "{gap:?}");
+    sup.send(Shutdown).await.unwrap();
+}
+
 /// A broken answer stream whose resumption is refused with 503 and `Retry-After: 1` is
 /// resumed after that second, and the call gets its answer.
 #[actix::test]

@@ -25,7 +25,9 @@
 //! What the server sends reaches the actor through a channel of [`EVENTS_CAPACITY`] events,
 //! and every reader waits for room in it: when the actor is behind, the SSE streams stop being
 //! read and TCP pushes back on the server, as a pipe does on stdio. A flood costs a bounded
-//! amount of memory, whatever its size.
+//! amount of memory, whatever its size. The other way round, a reader hands the actor a
+//! server's request only while fewer than `send::MAX_BACKLOG` lines wait to be POSTed, so
+//! that a request flood cannot pile up answers either.
 //!
 //! The parts, one concern each:
 //!
@@ -80,6 +82,10 @@ struct Shared {
     resume_backoff: Backoff,
     /// How long the send loop waits for the answer to a notification before sending on.
     notification_wait: Duration,
+    /// Lines the send loop has not sent yet, and the signal that they dropped below
+    /// [`send::MAX_BACKLOG`].
+    backlog: Cell<usize>,
+    drained: Notify,
     skips: Arc<SkipCounters>,
 }
 
@@ -176,6 +182,8 @@ pub(crate) fn connect(
         max_message_bytes: settings.max_message_bytes,
         resume_backoff: settings.reconnect_backoff,
         notification_wait: settings.ping_timeout,
+        backlog: Cell::new(0),
+        drained: Notify::new(),
         skips,
     });
     let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -203,6 +211,30 @@ impl Shared {
             // An error means the actor dropped the connection: nobody listens any more.
             _ = self.events.send(event) => {}
             _ = self.closed() => {}
+        }
+    }
+
+    /// Records the send loop's backlog, waking readers that wait for it to shrink.
+    fn set_backlog(&self, lines: usize) {
+        self.backlog.set(lines);
+        if lines < send::MAX_BACKLOG {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits until the send loop has room for an answer to one more server request: a server
+    /// whose requests come faster than their answers go waits (its stream is not read).
+    async fn room_to_answer(&self) {
+        loop {
+            // Registered before the check, so a wake-up in between is not lost.
+            let drained = self.drained.notified();
+            if self.backlog.get() < send::MAX_BACKLOG || self.closed.get() {
+                return;
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = self.closed() => return,
+            }
         }
     }
 

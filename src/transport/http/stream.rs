@@ -2,7 +2,8 @@
 //! resuming an answer whose stream broke before its response.
 //!
 //! Its own room because resumption has rules of its own: GET + `Last-Event-ID`, after exactly
-//! the server's `retry:` delay if it gave one (never under [`MIN_RETRY`]), else our backoff —
+//! the server's `retry:` delay if it gave one (never under [`MIN_RETRY`], never over the
+//! reconnect backoff's cap), else our backoff —
 //! and never before the `Retry-After` of a 429/503 that refused a resumption —, at most
 //! [`MAX_RESUMES`] times before the call is reported interrupted.
 //!
@@ -51,6 +52,10 @@ pub(super) async fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64
         Ok(messages) => {
             let mut answered = false;
             for message in messages {
+                if matches!(message, Inbound::Request { .. }) {
+                    // Its answer will need a POST: not while too many wait for theirs.
+                    shared.room_to_answer().await;
+                }
                 if let (
                     Some(id),
                     Inbound::Response { id: got, .. } | Inbound::Error { id: Some(got), .. },
@@ -111,7 +116,10 @@ pub(super) async fn pump(
                     events += 1;
                     answered |= deliver(shared, data.as_bytes(), awaited).await;
                 }
-                SseItem::Retry(delay) => retry = Some(delay.max(MIN_RETRY)),
+                // Honoured exactly, within bounds: neither a spin nor a year's wait.
+                SseItem::Retry(delay) => {
+                    retry = Some(delay.min(shared.retry_after_cap()).max(MIN_RETRY))
+                }
                 SseItem::Oversized { bytes } => {
                     shared
                         .skips
