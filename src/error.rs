@@ -147,13 +147,21 @@ pub enum Error {
         data: Option<serde_json::Value>,
     },
 
-    /// Too many calls are in flight or queued for this server; the call was not sent.
-    #[error("server `{server}` is overloaded: {limit} calls already in flight or queued")]
+    /// The call was not run because a limit was reached: too many calls are in flight or queued
+    /// for this server here (it was not sent), or the server refused it unprocessed with HTTP
+    /// 429 or 503, saying in `Retry-After` how long to wait if it said so. Try again, not before
+    /// [`Error::retry_after`].
+    #[error("server `{server}` is overloaded: {}{}", Overload(*.limit, .reason), RetryAfter(.retry_after))]
     Overloaded {
         /// Server name.
         server: String,
-        /// The configured limit that was reached.
+        /// The configured limit that was reached; 0 when the server refused the call.
         limit: usize,
+        /// What the server said (`HTTP 503: ...`); empty for our own limit.
+        reason: String,
+        /// How long the server asked us to wait (its `Retry-After`, at most the reconnect
+        /// backoff's cap), if it said.
+        retry_after: Option<Duration>,
     },
 
     /// No server of that name is configured.
@@ -280,6 +288,16 @@ impl Error {
         self.kind().code()
     }
 
+    /// How long the server asked us to wait before trying again (HTTP `Retry-After` on a 429 or
+    /// 503, capped), where the error carries it. The supervisor waits at least this long itself
+    /// before it re-opens a connection, a stream or a session.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Overloaded { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// The last stderr lines of the server process, where the error carries them.
     pub fn stderr_tail(&self) -> &[String] {
         match self {
@@ -401,6 +419,30 @@ impl fmt::Display for StderrTail<'_> {
             write!(f, "\n  | {line}")?;
         }
         Ok(())
+    }
+}
+
+/// Why a call met an overload: our own limit, or what the server said.
+struct Overload<'a>(usize, &'a str);
+
+impl fmt::Display for Overload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Overload(0, reason) => f.write_str(reason),
+            Overload(limit, _) => write!(f, "{limit} calls already in flight or queued"),
+        }
+    }
+}
+
+/// The server's `Retry-After`, when it gave one.
+struct RetryAfter<'a>(&'a Option<Duration>);
+
+impl fmt::Display for RetryAfter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(delay) => write!(f, " (retry after {delay:?})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -582,6 +624,33 @@ mod tests {
             e.split_stderr_tail("Connected"),
             ("Connected".into(), &[][..])
         );
+    }
+
+    #[test]
+    fn overloaded_says_whose_limit_and_how_long_to_wait() {
+        let ours = Error::Overloaded {
+            server: "fs".into(),
+            limit: 2,
+            reason: String::new(),
+            retry_after: None,
+        };
+        assert_eq!(
+            ours.to_string(),
+            "server `fs` is overloaded: 2 calls already in flight or queued"
+        );
+        assert_eq!(ours.retry_after(), None);
+        let theirs = Error::Overloaded {
+            server: "web".into(),
+            limit: 0,
+            reason: "HTTP 503: busy".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert_eq!(
+            theirs.to_string(),
+            "server `web` is overloaded: HTTP 503: busy (retry after 2s)"
+        );
+        assert_eq!(theirs.retry_after(), Some(Duration::from_secs(2)));
+        assert_eq!(theirs.code(), "overloaded");
     }
 
     #[test]

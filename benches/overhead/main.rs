@@ -10,7 +10,7 @@
 //!    process of this binary (re-executed with `--child`), on a current-thread runtime, so that
 //!    its peak RSS (`VmHWM`) is its own; the clients are interleaved, in a rotating order, over
 //!    several repetitions, and every ratio is taken within one repetition.
-//! 2. Streamable HTTP against the in-tree test server (`tests/common/http_server.rs`, in the
+//! 2. Streamable HTTP against the in-tree test server (`tests/common/http_server/mod.rs`, in the
 //!    same child process, on its own worker thread): `ours` vs a raw awc POST loop, with JSON and
 //!    with SSE answers.
 //! 3. Recovery: kill -9 the stdio server while a caller makes a call every 10 ms; time from the
@@ -38,7 +38,7 @@
 //! events), [`server_process`] (the HTTP test server in a process of its own), [`stats`],
 //! [`procfs`] (RSS, CPU, the machine) and [`report`] (the table and `summary.json`).
 
-#[path = "../../tests/common/http_server.rs"]
+#[path = "../../tests/common/http_server/mod.rs"]
 mod http_server;
 
 mod child;

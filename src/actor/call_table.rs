@@ -134,6 +134,8 @@ impl CallTable {
             return Err(Error::Overloaded {
                 server: self.server.to_string(),
                 limit: self.max_in_flight,
+                reason: String::new(),
+                retry_after: None,
             });
         }
         let id = self.ids.next();

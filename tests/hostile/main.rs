@@ -9,6 +9,7 @@
 mod common;
 
 mod handshake;
+mod http;
 mod ids;
 mod lists;
 mod misuse;

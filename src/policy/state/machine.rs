@@ -193,7 +193,7 @@ impl ConnectionMachine {
         match self.state.clone() {
             ServerState::Connecting { attempt, max } if attempt < max => {
                 let backoff = self.policy.startup_backoff.delay(attempt, rng);
-                let after = wait_after(&error, backoff);
+                let after = self.wait_after(&error, backoff);
                 self.token += 1;
                 self.enter(
                     ServerState::Connecting {
@@ -226,7 +226,7 @@ impl ConnectionMachine {
                     return self.give_up(error, attempt, now, rng);
                 }
                 let backoff = self.next_reconnect_delay(rng);
-                let after = wait_after(&error, backoff);
+                let after = self.wait_after(&error, backoff);
                 self.token += 1;
                 self.enter(
                     ServerState::Reconnecting {
@@ -360,6 +360,18 @@ impl ConnectionMachine {
         }
     }
 
+    /// How long to wait after a failed attempt, given the backoff's `delay`: the one place
+    /// that decides it, for start-up retries, reconnects and revivals alike. A server that
+    /// said how long to wait (HTTP 429/503 `Retry-After`, carried in `error`) is not asked
+    /// again sooner, but only up to the reconnect backoff's cap: it cannot park us for good.
+    fn wait_after(&self, error: &Error, delay: Duration) -> Duration {
+        let asked = error
+            .retry_after()
+            .unwrap_or_default()
+            .min(self.policy.reconnect_backoff.max());
+        delay.max(asked)
+    }
+
     fn next_reconnect_delay<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
         let after = self
             .policy
@@ -383,7 +395,7 @@ impl ConnectionMachine {
         if !error.retry_can_help() {
             return None;
         }
-        Some(wait_after(error, schedule.delay(self.revivals, rng)))
+        Some(self.wait_after(error, schedule.delay(self.revivals, rng)))
     }
 
     fn give_up<R: Rng + ?Sized>(
@@ -452,13 +464,6 @@ impl ConnectionMachine {
         }));
         actions
     }
-}
-
-/// How long to wait after a failed attempt, given the backoff's `delay`: the one place that
-/// decides it, for start-up retries, reconnects and revivals alike. (A wait the server asked
-/// for, such as HTTP `Retry-After` carried in `error`, belongs here: the longer of the two.)
-fn wait_after(_error: &Error, delay: Duration) -> Duration {
-    delay
 }
 
 /// What a Failed server does next, for its status message.

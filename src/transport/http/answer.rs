@@ -1,18 +1,23 @@
 //! What an answer to a POST means, by status and content type: the one place where a status
 //! becomes a transport event.
 //!
-//! 2xx: nothing (202, or no call waits), the JSON response, or an SSE stream to follow. Any
-//! other status: the session is gone (a 404, or a 400 that names the session — the request was
-//! not processed and the connection is over), a refusal of this call alone (401/403, 4xx), or
-//! a server failure whose call follows the retry rules (5xx). The GET stream reads its own
-//! refusals with the same [`error_detail`] and [`session_gone`].
+//! 2xx: nothing (202, or no call waits), the JSON response, or an SSE stream to follow; a
+//! compressed body (we ask for none) is refused rather than misread. Any other status: the
+//! session is gone (a 404, or a 400 that names the session — the request was not processed and
+//! the connection is over), the server is overloaded (429/503: `overloaded`, with its
+//! `Retry-After`, the request unprocessed), a refusal of this call alone (401/403, a redirect —
+//! never followed, so our credentials never reach another origin —, any other 4xx), or a server
+//! failure whose call follows the retry rules (other 5xx). The GET stream reads its own refusals
+//! with the same [`error_detail`] and [`session_gone`].
 
 use std::time::Duration;
 
 use awc::http::StatusCode;
 
+use super::overload::{is_overloaded, overloaded};
 use super::stream::{self, deliver, is_sse};
 use super::{Response, Shared};
+use crate::config::redact_url;
 use crate::error::Error;
 use crate::transport::TransportEvent;
 
@@ -29,7 +34,7 @@ pub(super) async fn on_response(
     let status = response.status();
     if let Err(error) = shared.capture_session(&response) {
         if let Some(id) = id {
-            shared.emit(TransportEvent::CallFailed { id, error });
+            shared.emit(TransportEvent::CallFailed { id, error }).await;
         }
         return;
     }
@@ -37,8 +42,21 @@ pub(super) async fn on_response(
         refused(shared, response, id, method, had_session).await;
         return;
     }
-    let Some(id) = id else { return }; // 202 for a notification or a response of ours.
+    // 202 for a notification or a response of ours; whatever else a server sends there (an SSE
+    // stream the spec does not allow) is dropped unread.
+    let Some(id) = id else { return };
     if status == StatusCode::ACCEPTED {
+        // A request answered 202 is not answered here: its response may still come on the GET
+        // stream; if not, its call times out.
+        return;
+    }
+    if let Some(encoding) = encoded(&response) {
+        let error = Error::InvalidResponse {
+            server: shared.server.to_string(),
+            method: method.to_owned(),
+            message: format!("the answer is compressed (Content-Encoding: {encoding}), which we did not ask for and cannot read"),
+        };
+        shared.emit(TransportEvent::CallFailed { id, error }).await;
         return;
     }
     if is_sse(&response) {
@@ -56,27 +74,33 @@ async fn json_answer(shared: &Shared, mut response: Response, id: u64, method: &
     };
     match body {
         Ok(body) => {
-            if !deliver(shared, &body, Some(id)) {
+            if !deliver(shared, &body, Some(id)).await {
                 // Nothing else will answer this call: say so now, not at its deadline.
                 let preview: String = String::from_utf8_lossy(&body).chars().take(120).collect();
-                shared.emit(TransportEvent::CallFailed {
+                shared
+                    .emit(TransportEvent::CallFailed {
+                        id,
+                        error: Error::invalid_response(
+                            &shared.server,
+                            method,
+                            format!("the JSON answer holds no response to this request: {preview}"),
+                        ),
+                    })
+                    .await;
+            }
+        }
+        Err(e) => {
+            shared
+                .emit(TransportEvent::CallFailed {
                     id,
                     error: Error::invalid_response(
                         &shared.server,
                         method,
-                        format!("the JSON answer holds no response to this request: {preview}"),
+                        format!("reading the response body failed: {e}"),
                     ),
-                });
-            }
+                })
+                .await
         }
-        Err(e) => shared.emit(TransportEvent::CallFailed {
-            id,
-            error: Error::invalid_response(
-                &shared.server,
-                method,
-                format!("reading the response body failed: {e}"),
-            ),
-        }),
     };
 }
 
@@ -89,17 +113,26 @@ async fn refused(
     had_session: bool,
 ) {
     let status = response.status();
-    let detail = error_detail(&mut response).await;
+    let retry_after = shared.retry_after(&response);
+    let detail = match redirect(&response) {
+        Some(detail) => detail,
+        None => error_detail(&mut response).await,
+    };
     if session_gone(had_session, status, &detail) {
         if let Some(id) = id {
-            shared.emit(TransportEvent::Rejected(vec![id]));
+            shared.emit(TransportEvent::Rejected(vec![id])).await;
         }
-        shared.emit(TransportEvent::Closed(session_lost(
-            shared, status, &detail,
-        )));
+        shared
+            .emit(TransportEvent::Closed(session_lost(
+                shared, status, &detail,
+            )))
+            .await;
         return;
     }
     let error = match status.as_u16() {
+        // Refused unprocessed: the caller may try again, after the server's `Retry-After`; a
+        // connection attempt (initialize) waits at least that long before the next one.
+        _ if is_overloaded(status) => overloaded(shared, status, retry_after, &detail),
         401 | 403 => Error::unauthorized(&shared.server, status.as_u16(), detail),
         500..=599 => {
             // The server failed this request; it may have done part of it. Only this call is
@@ -110,10 +143,14 @@ async fn refused(
                 status.as_u16()
             ));
             match id {
-                Some(id) => shared.emit(TransportEvent::Interrupted {
-                    ids: vec![id],
-                    error,
-                }),
+                Some(id) => {
+                    shared
+                        .emit(TransportEvent::Interrupted {
+                            ids: vec![id],
+                            error,
+                        })
+                        .await
+                }
                 None => {
                     tracing::warn!(server = %shared.server, method, error = %error, "a notification was refused")
                 }
@@ -131,7 +168,7 @@ async fn refused(
         ),
     };
     match id {
-        Some(id) => shared.emit(TransportEvent::CallFailed { id, error }),
+        Some(id) => shared.emit(TransportEvent::CallFailed { id, error }).await,
         None => {
             tracing::warn!(server = %shared.server, method, error = %error, "a notification was refused")
         }
@@ -152,6 +189,31 @@ pub(super) async fn error_detail(response: &mut Response) -> String {
         Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).chars().take(300).collect(),
         _ => String::new(),
     }
+}
+
+/// What a redirect (3xx) says, if the answer is one: we never follow redirects, so the
+/// configured headers (credentials) can never reach another origin.
+pub(super) fn redirect(response: &Response) -> Option<String> {
+    if !response.status().is_redirection() {
+        return None;
+    }
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| redact_url(&String::from_utf8_lossy(v.as_bytes())));
+    Some(match location {
+        Some(location) => format!("redirects are not followed (Location: {location})"),
+        None => "redirects are not followed".to_owned(),
+    })
+}
+
+/// The `Content-Encoding` of a body we cannot read: we ask for none (`Accept-Encoding:
+/// identity`) and decompress nothing.
+pub(super) fn encoded<T>(response: &awc::ClientResponse<T>) -> Option<String> {
+    let value = response.headers().get("content-encoding")?;
+    let value = String::from_utf8_lossy(value.as_bytes());
+    let value = value.trim();
+    (!value.is_empty() && !value.eq_ignore_ascii_case("identity")).then(|| value.to_owned())
 }
 
 /// Whether an error answer says our session is gone: 404 per the spec, or a 400 that names

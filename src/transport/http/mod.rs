@@ -22,6 +22,13 @@
 //! `max_message_bytes`. TLS uses a rustls config built here with the ring provider, never a
 //! process-wide default.
 //!
+//! What the server sends reaches the actor through a channel of [`EVENTS_CAPACITY`] events,
+//! and every reader waits for room in it: when the actor is behind, the SSE streams stop being
+//! read and TCP pushes back on the server, as a pipe does on stdio. A flood costs a bounded
+//! amount of memory, whatever its size. The other way round, a reader hands the actor a
+//! server's request only while fewer than `send::MAX_BACKLOG` lines wait to be POSTed, so
+//! that a request flood cannot pile up answers either.
+//!
 //! The parts, one concern each:
 //!
 //! - here: [`connect`], the state one connection shares between its requests, and
@@ -31,12 +38,14 @@
 //!   the session id those headers carry;
 //! - `send`: the send loop, one POST per message, and the failures of the exchange itself;
 //! - `answer`: what an answer to a POST means, by status and content type;
+//! - `overload`: 429 and 503, and the server's `Retry-After`;
 //! - `stream`: reading SSE streams into events, and resuming an answer whose stream broke;
 //! - `listen`: the GET stream for server-initiated messages.
 
 mod answer;
 mod client;
 mod listen;
+mod overload;
 mod request;
 mod send;
 mod stream;
@@ -67,13 +76,23 @@ struct Shared {
     headers: Vec<(HeaderName, HeaderValue)>,
     session: RefCell<Option<String>>,
     protocol_version: RefCell<Option<String>>,
-    events: mpsc::UnboundedSender<TransportEvent>,
+    events: mpsc::Sender<TransportEvent>,
     closed: Cell<bool>,
     close: Notify,
     max_message_bytes: usize,
     resume_backoff: Backoff,
+    /// How long the send loop waits for the answer to a notification before sending on.
+    notification_wait: Duration,
+    /// Lines the send loop has not sent yet, and the signal that they dropped below
+    /// [`send::MAX_BACKLOG`].
+    backlog: Cell<usize>,
+    drained: Notify,
     skips: Arc<SkipCounters>,
 }
+
+/// Events that may wait for the actor: enough to hand it a full batch (actix handles up to 16
+/// stream items per turn), few enough that a flood of large messages stays small.
+pub(crate) const EVENTS_CAPACITY: usize = 16;
 
 /// Without compression features (MCP servers answer uncompressed JSON and SSE), this is what
 /// awc's requests resolve to.
@@ -149,7 +168,7 @@ pub(crate) fn connect(
         value.set_sensitive(true);
         headers.push((name, value));
     }
-    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
     let shared = Rc::new(Shared {
         server: server.clone(),
         client: client::build_client(settings.connect_timeout)?,
@@ -163,6 +182,9 @@ pub(crate) fn connect(
         close: Notify::new(),
         max_message_bytes: settings.max_message_bytes,
         resume_backoff: settings.reconnect_backoff,
+        notification_wait: settings.ping_timeout,
+        backlog: Cell::new(0),
+        drained: Notify::new(),
         skips,
     });
     let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -180,9 +202,40 @@ pub(crate) fn connect(
 }
 
 impl Shared {
-    fn emit(&self, event: TransportEvent) {
-        if !self.closed.get() {
-            let _ = self.events.send(event);
+    /// Hands an event to the actor, waiting while the actor is behind (this is the transport's
+    /// backpressure), unless the connection is closed.
+    async fn emit(&self, event: TransportEvent) {
+        if self.closed.get() {
+            return;
+        }
+        tokio::select! {
+            // An error means the actor dropped the connection: nobody listens any more.
+            _ = self.events.send(event) => {}
+            _ = self.closed() => {}
+        }
+    }
+
+    /// Records the send loop's backlog, waking readers that wait for it to shrink.
+    fn set_backlog(&self, lines: usize) {
+        self.backlog.set(lines);
+        if lines < send::MAX_BACKLOG {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits until the send loop has room for an answer to one more server request: a server
+    /// whose requests come faster than their answers go waits (its stream is not read).
+    async fn room_to_answer(&self) {
+        loop {
+            // Registered before the check, so a wake-up in between is not lost.
+            let drained = self.drained.notified();
+            if self.backlog.get() < send::MAX_BACKLOG || self.closed.get() {
+                return;
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = self.closed() => return,
+            }
         }
     }
 
@@ -196,3 +249,6 @@ impl Shared {
         Error::connection(&self.server, message)
     }
 }
+
+#[cfg(test)]
+mod tests;

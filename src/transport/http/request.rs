@@ -2,11 +2,11 @@
 //! id those headers carry.
 //!
 //! Its own room so that what goes on the wire is decided in one place: the configured headers,
-//! `Accept`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
+//! `Accept`/`Accept-Encoding`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
 //! and `MCP-Protocol-Version` (once the handshake agreed on one), and `Last-Event-ID` on a
 //! resuming GET. Sending and reading the answers is the callers' business.
 
-use awc::http::header::{ACCEPT, CONTENT_TYPE};
+use awc::http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use awc::ClientRequest;
 
 use super::Shared;
@@ -51,12 +51,13 @@ pub(super) fn delete(shared: &Shared, session: String) -> ClientRequest {
 }
 
 impl Shared {
-    /// Adds the configured headers to a request.
+    /// Adds the configured headers to a request, and asks for an uncompressed answer: we
+    /// decompress nothing.
     fn request(&self, mut request: ClientRequest) -> ClientRequest {
         for (name, value) in &self.headers {
             request = request.insert_header((name.clone(), value.clone()));
         }
-        request
+        request.insert_header((ACCEPT_ENCODING, "identity"))
     }
 
     /// Adds the session and protocol version, when there are any.

@@ -2,15 +2,17 @@
 //! exchange itself fails (the server unreachable, a reset socket) before there is an answer.
 //!
 //! Its own room because ordering and cancellation live here: notifications and answers go one
-//! after the other, requests concurrently, each in a task an abandoned call aborts. What an
+//! after the other (each waited for a bounded time), requests concurrently, each in a task an
+//! abandoned call aborts. What an
 //! answer means is [`super::answer`]'s business.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use awc::error::SendRequestError;
 use bytes::Bytes;
+use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -25,44 +27,93 @@ struct Header {
     method: Option<String>,
 }
 
+/// Lines waiting for the serial POSTs (answers to the server's requests, notifications) at
+/// which the readers stop handing the actor more of the server's requests: a server's request
+/// flood then waits in TCP, not in our queue.
+pub(super) const MAX_BACKLOG: usize = 64;
+
 /// POSTs messages as the actor queues them: notifications and answers one after the other (so
 /// that `notifications/initialized` arrives before the next request), requests concurrently,
-/// each in a task that an abandoned call aborts.
+/// each in a task that an abandoned call aborts. What waits is taken off the channel at once,
+/// so that its length — the backlog the readers look at — is known.
 pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
-    while let Some(outgoing) = rx.recv().await {
-        if shared.closed.get() {
-            return;
+    let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
+    // The serial POST under way, if any.
+    let mut serial: Option<LocalBoxFuture<'static, ()>> = None;
+    loop {
+        // Start what may start, in order: requests at once, the next serial POST once the last
+        // one is done, so that nothing overtakes a notification.
+        while serial.is_none() {
+            let Some(line) = queue.pop_front() else {
+                break;
+            };
+            serial = start(&shared, &requests, line);
         }
-        let mut line = match outgoing {
-            Outgoing::Line(line) => line,
-            Outgoing::Abandon(id) => {
-                if let Some(request) = requests.borrow_mut().remove(&id) {
-                    request.abort();
+        shared.set_backlog(queue.len() + usize::from(serial.is_some()));
+        tokio::select! {
+            biased;
+            outgoing = rx.recv() => {
+                let Some(outgoing) = outgoing else { return };
+                if shared.closed.get() {
+                    return;
                 }
-                continue;
+                match outgoing {
+                    Outgoing::Line(line) => queue.push_back(line),
+                    Outgoing::Abandon(id) => {
+                        if let Some(request) = requests.borrow_mut().remove(&id) {
+                            request.abort();
+                        }
+                    }
+                }
             }
-        };
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let header: Header = serde_json::from_slice(&line).unwrap_or_default();
-        // Only requests have ids of ours; the id of an answer to a server request is the
-        // server's and may collide with one of ours.
-        let id = header.id.filter(|_| header.method.is_some());
-        let post = post(shared.clone(), Bytes::from(line), id, header.method);
-        match id {
-            Some(id) => {
-                let registry = requests.clone();
-                let task = actix::spawn(async move {
-                    post.await;
-                    registry.borrow_mut().remove(&id);
-                });
-                requests.borrow_mut().insert(id, task.abort_handle());
+            () = async {
+                match serial.as_mut() {
+                    Some(serial) => serial.await,
+                    None => std::future::pending().await,
+                }
+            }, if serial.is_some() => {
+                serial = None;
             }
-            None => post.await,
         }
     }
+}
+
+/// Sends one line: a request in a task of its own (`None`), anything else as the serial POST
+/// to wait for.
+fn start(
+    shared: &Rc<Shared>,
+    requests: &Rc<RefCell<HashMap<u64, AbortHandle>>>,
+    mut line: Vec<u8>,
+) -> Option<LocalBoxFuture<'static, ()>> {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    let header: Header = serde_json::from_slice(&line).unwrap_or_default();
+    // Only requests have ids of ours; the id of an answer to a server request is the server's
+    // and may collide with one of ours.
+    let id = header.id.filter(|_| header.method.is_some());
+    let post = post(shared.clone(), Bytes::from(line), id, header.method.clone());
+    if let Some(id) = id {
+        let registry = requests.clone();
+        let task = actix::spawn(async move {
+            post.await;
+            registry.borrow_mut().remove(&id);
+        });
+        requests.borrow_mut().insert(id, task.abort_handle());
+        return None;
+    }
+    // In order, but a server that never answers a notification must not hold up everything
+    // after it: its answer is awaited for `ping_timeout`, then left to finish on its own (it
+    // ends with the connection at the latest).
+    let shared = shared.clone();
+    Some(Box::pin(async move {
+        let mut post = actix::spawn(post);
+        let wait = shared.notification_wait;
+        if tokio::time::timeout(wait, &mut post).await.is_err() {
+            tracing::warn!(server = %shared.server, method = header.method.as_deref().unwrap_or(""), waited_ms = wait.as_millis() as u64, "the server has not answered a notification; sending on without waiting for it");
+        }
+    }))
 }
 
 async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<String>) {
@@ -77,12 +128,14 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
             // The server cannot be reached: the connection is over, and this request never
             // got there, so it can be sent again whatever its retry policy.
             if let Some(id) = id {
-                shared.emit(TransportEvent::Rejected(vec![id]));
+                shared.emit(TransportEvent::Rejected(vec![id])).await;
             }
-            shared.emit(TransportEvent::Closed(shared.connection_error(format!(
-                "cannot connect to {}: {e}",
-                shared.shown_url
-            ))));
+            shared
+                .emit(TransportEvent::Closed(shared.connection_error(format!(
+                    "cannot connect to {}: {e}",
+                    shared.shown_url
+                ))))
+                .await;
             return;
         }
         Err(e) => {
@@ -90,10 +143,14 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
             // well be fine. Its call follows the retry rules.
             let error = shared.connection_error(format!("POST failed: {e}"));
             match id {
-                Some(id) => shared.emit(TransportEvent::Interrupted {
-                    ids: vec![id],
-                    error,
-                }),
+                Some(id) => {
+                    shared
+                        .emit(TransportEvent::Interrupted {
+                            ids: vec![id],
+                            error,
+                        })
+                        .await
+                }
                 None => {
                     tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
                 }

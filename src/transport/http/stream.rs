@@ -2,14 +2,21 @@
 //! resuming an answer whose stream broke before its response.
 //!
 //! Its own room because resumption has rules of its own: GET + `Last-Event-ID`, after exactly
-//! the server's `retry:` delay if it gave one (never under [`MIN_RETRY`]), else our backoff, at
-//! most [`MAX_RESUMES`] times before the call is reported interrupted.
+//! the server's `retry:` delay if it gave one (never under [`MIN_RETRY`], never over the
+//! reconnect backoff's cap), else our backoff —
+//! and never before the `Retry-After` of a 429/503 that refused a resumption —, at most
+//! [`MAX_RESUMES`] times before the call is reported interrupted.
+//!
+//! Every message read is handed to the actor with an awaited send (see [`Shared::emit`]): a
+//! reader whose actor is behind stops reading, so the server's flood waits in TCP, not here.
 
 use std::time::Duration;
 
 use awc::http::header::CONTENT_TYPE;
 use futures_util::StreamExt;
 
+use super::answer::encoded;
+use super::overload::is_overloaded;
 use super::{request, Response, Shared};
 use crate::protocol::jsonrpc::{parse_frame, Inbound};
 use crate::protocol::sse::{SseItem, SseParser};
@@ -22,21 +29,34 @@ pub(super) const MAX_RESUMES: u32 = 3;
 /// must not make us spin.
 const MIN_RETRY: Duration = Duration::from_millis(100);
 
+/// Whether a response is an SSE stream: its media type (case-insensitive, whatever its
+/// parameters, `charset` included) is `text/event-stream`.
 pub(super) fn is_sse<T>(response: &awc::ClientResponse<T>) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+    media_type(response).is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// The media type of a response, without its parameters (`; charset=...`).
+pub(super) fn media_type<T>(response: &awc::ClientResponse<T>) -> Option<&str> {
+    let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or(value).trim())
+}
+
+/// Whether a response is an SSE stream we can read: 2xx, `text/event-stream`, not compressed.
+pub(super) fn is_readable_sse<T>(response: &awc::ClientResponse<T>) -> bool {
+    response.status().is_success() && is_sse(response) && encoded(response).is_none()
 }
 
 /// Parses one JSON-RPC payload and passes its messages on. True if it held the response to
 /// `awaited`.
-pub(super) fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> bool {
+pub(super) async fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> bool {
     match parse_frame(payload) {
         Ok(messages) => {
             let mut answered = false;
             for message in messages {
+                if matches!(message, Inbound::Request { .. }) {
+                    // Its answer will need a POST: not while too many wait for theirs.
+                    shared.room_to_answer().await;
+                }
                 if let (
                     Some(id),
                     Inbound::Response { id: got, .. } | Inbound::Error { id: Some(got), .. },
@@ -44,7 +64,7 @@ pub(super) fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> 
                 {
                     answered |= got.as_ours() == Some(id);
                 }
-                shared.emit(TransportEvent::Message(message));
+                shared.emit(TransportEvent::Message(message)).await;
             }
             answered
         }
@@ -95,9 +115,12 @@ pub(super) async fn pump(
             match item {
                 SseItem::Event { data, .. } => {
                     events += 1;
-                    answered |= deliver(shared, data.as_bytes(), awaited);
+                    answered |= deliver(shared, data.as_bytes(), awaited).await;
                 }
-                SseItem::Retry(delay) => retry = Some(delay.max(MIN_RETRY)),
+                // Honoured exactly, within bounds: neither a spin nor a year's wait.
+                SseItem::Retry(delay) => {
+                    retry = Some(delay.min(shared.retry_after_cap()).max(MIN_RETRY))
+                }
                 SseItem::Oversized { bytes } => {
                     shared
                         .skips
@@ -134,17 +157,26 @@ pub(super) async fn pause(shared: &Shared, delay: Duration) -> bool {
 /// Resumes the response stream of request `id` with GET + `Last-Event-ID`. If that is
 /// impossible, the call is reported interrupted and the actor applies its retry rules.
 async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Option<Duration>) {
+    // A 429/503's `Retry-After`, for the next attempt only.
+    let mut not_before: Option<Duration> = None;
     for attempt in 0..MAX_RESUMES {
         let Some(last) = parser.last_event_id().map(str::to_owned) else {
             break;
         };
         let delay = retry.unwrap_or_else(|| shared.resume_backoff.base_delay(attempt));
+        let delay = not_before.take().map_or(delay, |wait| wait.max(delay));
         tracing::debug!(server = %shared.server, id, last_event_id = %server_text(&last), delay_ms = delay.as_millis() as u64, "resuming a broken response stream");
         if !pause(shared, delay).await {
             return;
         }
         let mut response = match request::get(shared, Some(&last)).send().await {
-            Ok(response) if response.status().is_success() && is_sse(&response) => response,
+            Ok(response) if is_readable_sse(&response) => response,
+            Ok(response) if is_overloaded(response.status()) => {
+                // Not now: try again, not before the server's `Retry-After`.
+                not_before = shared.retry_after(&response);
+                tracing::debug!(server = %shared.server, status = %response.status(), retry_after = ?not_before, "the server is too busy to resume the stream");
+                continue;
+            }
             Ok(response) => {
                 tracing::debug!(server = %shared.server, status = %response.status(), "the server cannot resume the stream");
                 break;
@@ -159,8 +191,10 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
             Pumped::Ended { retry: again, .. } => retry = again.or(retry),
         }
     }
-    shared.emit(TransportEvent::Interrupted {
-        ids: vec![id],
-        error: shared.connection_error("the response stream broke and could not be resumed"),
-    });
+    shared
+        .emit(TransportEvent::Interrupted {
+            ids: vec![id],
+            error: shared.connection_error("the response stream broke and could not be resumed"),
+        })
+        .await;
 }
