@@ -231,6 +231,16 @@ mod tests {
         assert_eq!(json_key_of("nope"), None);
     }
 
+    /// The README's table names every key, so that it cannot drift from the settings.
+    #[test]
+    fn the_readme_names_every_key() {
+        let readme = include_str!("../../../README.md");
+        for (field, suffix) in Overrides::JSON_FIELDS {
+            let row = format!("| `{field}` | `{}` |", json_key(field, suffix));
+            assert!(readme.contains(&row), "README lacks {row}");
+        }
+    }
+
     /// Every setting has a key, and a value different from its default reaches the settings
     /// in force: the day a setting is added, this test covers it too.
     #[test]

@@ -196,3 +196,25 @@ fn entries_are_checked_under_the_given_global_settings() {
         1
     );
 }
+
+/// Hostile documents are errors, not stack overflows or unbounded reads.
+#[test]
+fn hostile_documents_are_bounded() {
+    let deep = format!(
+        r#"{{"mcpServers": {{"a": {{"command": "x", "n": {}}}}}}}"#,
+        "[".repeat(100_000)
+    );
+    assert!(opts().load_json(&deep).is_err());
+    let nested = format!(
+        r#"{{"mcpServers": {{"a": {{"command": "x", "n": {}1{}}}}}}}"#,
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    assert_eq!(opts().load_json(&nested).unwrap().servers.len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let padding = " ".repeat(4 * 1024 * 1024);
+    std::fs::write(&big, format!(r#"{{"mcpServers": {{}}}}{padding}"#)).unwrap();
+    let e = ServerConfig::load_mcp_servers(&big).unwrap_err();
+    assert!(config_error(&e).2.contains("larger than"), "{e}");
+}
