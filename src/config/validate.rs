@@ -222,6 +222,12 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(!e.to_string().contains("a\nb"));
+        // A URL that is refused is shown without its userinfo and query.
+        let e = ServerConfig::http("h", "ftp://u:s3cret@h.example/x?key=s3cret")
+            .validate()
+            .unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert!(e.to_string().contains("ftp://***@h.example/x?***"), "{e}");
     }
 
     #[test]
