@@ -54,7 +54,9 @@
 //! - [`error`]: the [`Error`] enum and its stable kind codes.
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
-//!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` JSON loader.
+//!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON
+//!   with comments, each host's keys (`entry`), `${VAR}` expansion (`expand`), `envFile`,
+//!   our own per-server settings (`own_settings`) and partial loads ([`LoadOptions`]).
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
@@ -116,7 +118,7 @@ pub use actor::messages::{
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};
 pub use actor::supervisor::{GetServer, Supervisor, SupervisorBuilder};
-pub use config::{ServerConfig, Settings, StdioConfig, Transport};
+pub use config::{LoadOptions, Loaded, ServerConfig, Settings, StdioConfig, Transport};
 pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;

@@ -1,6 +1,7 @@
 //! Server configuration: how to reach each server ([`ServerConfig`], [`Transport`]), the limits
 //! and timings that govern it ([`Settings`]), and loading the `mcpServers` JSON format that
-//! Claude Desktop, Cursor and VS Code users already have.
+//! Claude Desktop and Code, Cursor, VS Code and Windsurf users already have ([`LoadOptions`],
+//! [`Loaded`]).
 //!
 //! Settings are layered: built-in defaults, then the supervisor's global settings
 //! ([`SupervisorBuilder::settings`](crate::SupervisorBuilder::settings)), then what each
@@ -10,7 +11,9 @@
 //! - `transport`: [`Transport`], [`StdioConfig`], [`HttpConfig`], and what of them may be shown.
 //! - `server_config`: [`ServerConfig`] and its builder methods.
 //! - `validate`: [`ServerConfig::validate`], every check in one place.
-//! - `mcp_servers`: the `mcpServers` JSON loader ([`ServerConfig::from_mcp_servers_json`]).
+//! - `mcp_servers`: the `mcpServers` JSON loader ([`ServerConfig::load_mcp_servers`],
+//!   [`LoadOptions`], [`ServerConfig::from_mcp_servers_json`]): the document (JSONC), each
+//!   host's keys, variable expansion, `envFile`, our own per-server settings.
 
 mod mcp_servers;
 mod server_config;
@@ -18,6 +21,7 @@ mod settings;
 mod transport;
 mod validate;
 
+pub use mcp_servers::{LoadOptions, Loaded};
 pub use server_config::ServerConfig;
 pub use settings::Settings;
 pub use transport::{HttpConfig, StdioConfig, Transport, SAFE_ENV_VARS};

@@ -45,6 +45,7 @@ impl ServerConfig {
                 env: BTreeMap::new(),
                 cwd: None,
                 inherit_env: false,
+                shown_args: BTreeMap::new(),
             }),
             overrides: Overrides::default(),
             misuse: None,

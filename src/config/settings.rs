@@ -2,16 +2,18 @@
 //! [`ServerConfig`]'s overrides layer on the supervisor's global settings.
 //!
 //! Its own room because every setting is declared once, in the list below: the field, its
-//! default, the per-server override and the builder setter all come from that one line.
+//! default, the per-server override, the builder setter and its key in an `mcpServers` file
+//! all come from that one line.
 
 use std::time::Duration;
 
+use super::mcp_servers::{JsonSetting, SettingError};
 use super::ServerConfig;
 use crate::policy::backoff::Backoff;
 
 /// Declares [`Settings`] (every field concrete, with its default), the per-server overrides
-/// (every field optional) and a setter for each on [`ServerConfig`], from one list, so that a new
-/// setting is one line here.
+/// (every field optional, each settable from JSON) and a setter for each on [`ServerConfig`],
+/// from one list, so that a new setting is one line here.
 macro_rules! settings {
     ($( $(#[doc = $doc:literal])* $field:ident : $ty:ty = $default:expr; )*) => {
         /// Limits and timings of one supervised server.
@@ -42,6 +44,27 @@ macro_rules! settings {
                     $( stringify!($field) => self.$field.is_some(), )*
                     _ => false,
                 }
+            }
+        }
+
+        impl Overrides {
+            /// Every setting's field name and the suffix of its key in an `mcpServers` entry's
+            /// own settings (`Ms` for durations), in declaration order.
+            pub(super) const JSON_FIELDS: &'static [(&'static str, &'static str)] =
+                &[ $( (stringify!($field), <$ty as JsonSetting>::SUFFIX), )* ];
+
+            /// Sets the override of `field` from its JSON value (see `mcp_servers`' own
+            /// settings); an unknown field leaves everything as it is.
+            pub(super) fn set_from_json(
+                &mut self,
+                field: &str,
+                value: &serde_json::Value,
+            ) -> Result<(), SettingError> {
+                match field {
+                    $( stringify!($field) => self.$field = Some(<$ty as JsonSetting>::from_json(value)?), )*
+                    _ => {}
+                }
+                Ok(())
             }
         }
 

@@ -2,7 +2,7 @@
 //! the variables a child gets by default ([`SAFE_ENV_VARS`]), and [`redact_url`].
 //!
 //! Its own room because these types hold credentials (environment values, header values, keys
-//! in URLs): their hand-written `Debug` impls and the URL redaction that logs use live together,
+//! in URLs, arguments expanded from variables): their hand-written `Debug` impls and the URL redaction that logs use live together,
 //! so that what may be shown is decided in one place.
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ impl fmt::Debug for HttpConfig {
 }
 
 /// A child process to run as an MCP server.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct StdioConfig {
     /// The program to run, looked up in `PATH` when it has no `/`.
     pub command: String,
@@ -55,17 +55,35 @@ pub struct StdioConfig {
     /// [`SAFE_ENV_VARS`] and `env`, so that secrets in the service's environment do not leak
     /// into third-party servers).
     pub inherit_env: bool,
+    /// How `Debug` shows the arguments that were expanded from variables (by their index): as
+    /// written in the configuration file (`--api-key=${KEY}`), since their values may be secrets.
+    pub(super) shown_args: BTreeMap<usize, String>,
+}
+
+// Equal when they run the same thing: how arguments are shown is no part of it.
+impl PartialEq for StdioConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.command == other.command
+            && self.args == other.args
+            && self.env == other.env
+            && self.cwd == other.cwd
+            && self.inherit_env == other.inherit_env
+    }
 }
 
 /// Variables passed to child processes when the environment is not inherited.
 pub const SAFE_ENV_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
 
-// Environment values often hold API keys: Debug shows their names only.
+// Environment values often hold API keys: Debug shows their names only. Arguments expanded from
+// variables are shown as written (`--token=${TOKEN}`), not as what they expanded to.
 impl fmt::Debug for StdioConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let args: Vec<&String> = (self.args.iter().enumerate())
+            .map(|(i, arg)| self.shown_args.get(&i).unwrap_or(arg))
+            .collect();
         f.debug_struct("StdioConfig")
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
             .field("inherit_env", &self.inherit_env)

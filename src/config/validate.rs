@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::transport::{HttpConfig, Transport};
+use super::transport::{redact_url, HttpConfig, Transport};
 use super::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
@@ -169,8 +169,9 @@ fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
             return Err(Error::config(
                 server,
                 "url",
-                format!("`{url}` is not an http:// or https:// URL"),
-            ))
+                // Without its userinfo and query, where credentials live.
+                format!("`{}` is not an http:// or https:// URL", redact_url(url)),
+            ));
         }
     }
     for (k, v) in &http.headers {
@@ -221,6 +222,12 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(!e.to_string().contains("a\nb"));
+        // A URL that is refused is shown without its userinfo and query.
+        let e = ServerConfig::http("h", "ftp://u:s3cret@h.example/x?key=s3cret")
+            .validate()
+            .unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert!(e.to_string().contains("ftp://***@h.example/x?***"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,211 @@
+//! The `mcpServers` loader: turns the configuration files that Claude Desktop, Claude Code,
+//! Cursor, VS Code and Windsurf users already have into [`ServerConfig`]s.
+//!
+//! Its own room because the file format is not our API: its keys, aliases and error messages
+//! (which name the server and the JSON path of the field) are kept apart from the builders they
+//! call. This file reads the document (JSONC, bounded) and finds its servers; the rooms beside
+//! it hold the rest:
+//!
+//! - `options`: [`LoadOptions`] and [`Loaded`], the loader's public face.
+//! - `entry`: one server's entry, every host's keys (`type`, `url`/`serverUrl`,
+//!   `disabled`/`enabled`, `envFile`, ...), and errors worded with their JSON path.
+//! - `expand`: `${VAR}`, `${VAR:-default}`, `${env:VAR}`, `${input:id}`, predefined variables,
+//!   `~`.
+//! - `env_file`: `envFile`, read with dotenvy.
+//! - `own_settings`: our per-server settings under the `"mcp-supervisor"` key.
+
+mod entry;
+mod env_file;
+mod expand;
+mod options;
+mod own_settings;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::ServerConfig;
+use crate::error::Error;
+
+pub use options::{LoadOptions, Loaded};
+pub(crate) use own_settings::{JsonSetting, SettingError};
+
+/// The largest `mcpServers` file read: real ones are a few KiB, and this bounds what a wrong
+/// path can make us read into memory.
+const MAX_DOCUMENT_BYTES: u64 = 4 * 1024 * 1024;
+
+impl ServerConfig {
+    /// Parses an `mcpServers` document, all or nothing: the first invalid entry is the error.
+    ///
+    /// ```
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let servers = ServerConfig::from_mcp_servers_json(r#"{
+    ///   "mcpServers": {
+    ///     "fs": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] },
+    ///     "off": { "command": "x", "disabled": true }
+    ///   }
+    /// }"#)?;
+    /// assert_eq!(servers.len(), 1);
+    /// assert_eq!(servers[0].name(), "fs");
+    /// # Ok::<(), mcp_supervisor::Error>(())
+    /// ```
+    ///
+    /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
+    /// the README's Configuration section describes: top-level `mcpServers` or VS Code's
+    /// `servers`; stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
+    /// with `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`)
+    /// and `headers`; `disabled: true` or `enabled: false`; comments and trailing commas;
+    /// `${VAR}`, `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
+    /// `type: "sse"`, the legacy HTTP+SSE transport, is rejected. Errors name the server and
+    /// the field. A relative `envFile` is an error here (there is no file to be relative to),
+    /// and so is `${input:…}`: [`LoadOptions`] gives both, and partial loading.
+    pub fn from_mcp_servers_json(json: &str) -> Result<Vec<ServerConfig>, Error> {
+        LoadOptions::new()
+            .strict(true)
+            .load_json(json)
+            .map(|loaded| loaded.servers)
+    }
+
+    /// Reads and parses an `mcpServers` file, all or nothing (see
+    /// [`ServerConfig::from_mcp_servers_json`]); a relative `envFile` is relative to the file's
+    /// folder.
+    pub fn from_mcp_servers_file(path: impl AsRef<Path>) -> Result<Vec<ServerConfig>, Error> {
+        LoadOptions::new()
+            .strict(true)
+            .load_file(path)
+            .map(|loaded| loaded.servers)
+    }
+
+    /// Reads an `mcpServers` file, loading every valid entry and reporting each invalid one on
+    /// its own ([`Loaded::invalid`]), with the default [`LoadOptions`]. An unreadable file, or
+    /// one that is not a JSON object of servers, is an `Err`.
+    ///
+    /// ```no_run
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let loaded = ServerConfig::load_mcp_servers(".vscode/mcp.json")?;
+    /// for problem in &loaded.invalid {
+    ///     eprintln!("skipped: {problem}");
+    /// }
+    /// # Ok::<(), mcp_supervisor::Error>(())
+    /// ```
+    pub fn load_mcp_servers(path: impl AsRef<Path>) -> Result<Loaded, Error> {
+        LoadOptions::new().load_file(path)
+    }
+}
+
+/// Reads the file at `path` and loads it, its folder being the base of relative paths.
+fn load_file(options: &LoadOptions, path: &Path) -> Result<Loaded, Error> {
+    let text = read_document(path)?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    load_document(options, &text, Some(dir))
+}
+
+/// The text of an `mcpServers` file: bounded, UTF-8, without a byte order mark.
+fn read_document(path: &Path) -> Result<String, Error> {
+    let shown = path.display();
+    let cannot =
+        |e: std::io::Error| Error::config(None, "(file)", format!("cannot read {shown}: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DOCUMENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(Error::config(
+            None,
+            "(file)",
+            format!("{shown} is larger than {MAX_DOCUMENT_BYTES} bytes: not an mcpServers file"),
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::config(None, "(file)", format!("{shown} is not UTF-8 text")))?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
+}
+
+/// Parses JSON with comments and trailing commas, as VS Code writes it, and nothing looser:
+/// the JSON5 extras (single quotes, unquoted keys, hex numbers, ...) are errors, as in
+/// VS Code.
+fn parse_jsonc(text: &str) -> Result<Value, Error> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value(text, &options)
+        .map_err(|e| Error::config(None, "(document)", format!("not valid JSON: {e}")))
+}
+
+/// Loads a document; `file_dir` is the folder of the file it was read from, if any.
+fn load_document(
+    options: &LoadOptions,
+    text: &str,
+    file_dir: Option<&Path>,
+) -> Result<Loaded, Error> {
+    let doc = parse_jsonc(text)?;
+    let Some(root) = doc.as_object() else {
+        return Err(Error::config(None, "(document)", "expected a JSON object"));
+    };
+    let (key, servers) = match (root.get("mcpServers"), root.get("servers")) {
+        (Some(s), _) => ("mcpServers", s),
+        (None, Some(s)) => ("servers", s),
+        (None, None) => {
+            return Err(Error::config(
+                None,
+                "mcpServers",
+                "missing: expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
+            ))
+        }
+    };
+    let Some(servers) = servers.as_object() else {
+        return Err(Error::config(None, key, "expected an object of servers"));
+    };
+    let workspace = options
+        .workspace_folder
+        .clone()
+        .or_else(|| file_dir.and_then(workspace_of));
+    let context = entry::Context {
+        key,
+        vars: expand::Vars {
+            env: options.env.as_ref(),
+            inputs: &options.inputs,
+            workspace_folder: workspace.as_deref(),
+        },
+        base_dir: options.base_dir.as_deref().or(file_dir),
+        settings: &options.settings,
+    };
+    let mut loaded = Loaded::default();
+    for (name, value) in servers {
+        match entry::parse(&context, name, value) {
+            Ok(entry::Entry::Server(config)) => loaded.servers.push(*config),
+            Ok(entry::Entry::Disabled) => loaded.disabled.push(name.clone()),
+            Err(e) if options.strict => return Err(e),
+            Err(e) => loaded.invalid.push(e),
+        }
+    }
+    Ok(loaded)
+}
+
+/// The workspace folder of a file in `dir`: the parent of a `.vscode` or `.cursor` folder.
+fn workspace_of(dir: &Path) -> Option<PathBuf> {
+    let dir = std::path::absolute(dir).ok()?;
+    match dir.file_name()?.to_str()? {
+        ".vscode" | ".cursor" => dir.parent().map(Path::to_path_buf),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+//! Each host's format features, and variable expansion in every field.
+
+use std::path::Path;
+
+use super::{config_error, http, only, opts, stdio};
+use crate::config::ServerConfig;
+
+/// Claude Code: `${VAR}` and `${VAR:-default}` in command, args, env, cwd; url and headers.
+#[test]
+fn claude_code_variables_expand_in_every_field() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {
+                "s": {"command": "${BIN}/srv", "args": ["--token=${TOKEN}", "$TOKEN", "${MODE:-fast}"],
+                      "env": {"API_KEY": "${TOKEN}", "PLAIN": "x"}, "cwd": "${HOME}/work"},
+                "h": {"type": "http", "url": "http://127.0.0.1:${PORT}/mcp?key=${TOKEN}",
+                      "headers": {"Authorization": "Bearer ${TOKEN}"}}
+            }}"#,
+        )
+        .unwrap();
+    assert!(loaded.invalid.is_empty(), "{:?}", loaded.invalid);
+    let h = http(&loaded.servers[0]);
+    assert_eq!(h.url, "http://127.0.0.1:8080/mcp?key=tok-SECRET-1");
+    assert_eq!(h.headers["Authorization"], "Bearer tok-SECRET-1");
+    let s = stdio(&loaded.servers[1]);
+    assert_eq!(s.command, "/opt/bin/srv");
+    assert_eq!(s.args, ["--token=tok-SECRET-1", "$TOKEN", "fast"]);
+    assert_eq!(s.env["API_KEY"], "tok-SECRET-1");
+    assert_eq!(s.env["PLAIN"], "x");
+    assert_eq!(s.cwd.as_deref(), Some(Path::new("/home/u/work")));
+    // The expanded secret is in neither server's Debug, nor the Loaded's.
+    let shown = format!("{loaded:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(shown.contains("--token=${TOKEN}"), "{shown}");
+}
+
+/// The original functions expand from the process's environment too.
+#[test]
+fn the_strict_functions_expand_from_the_process_environment() {
+    let Ok(path) = std::env::var("PATH") else {
+        return; // nothing to compare with
+    };
+    let servers = ServerConfig::from_mcp_servers_json(
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"P": "${PATH}", "Q": "${env:PATH}"}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(stdio(&servers[0]).env["P"], path);
+    assert_eq!(stdio(&servers[0]).env["Q"], path);
+    let e = ServerConfig::from_mcp_servers_json(
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${MCP_SUPERVISOR_TEST_UNSET_7F3A}"}}}}"#,
+    )
+    .unwrap_err();
+    let (server, field, message) = config_error(&e);
+    assert_eq!((server, field), (Some("a"), "mcpServers.a.env.K"));
+    assert!(
+        message.contains("`${MCP_SUPERVISOR_TEST_UNSET_7F3A}` is not set"),
+        "{message}"
+    );
+}
+
+/// An unset variable is an error naming server, field and variable, in every field.
+#[test]
+fn unset_variables_are_errors_naming_server_and_field() {
+    let cases = [
+        (r#"{"command": "${NOPE}"}"#, "command"),
+        (r#"{"command": "x", "args": ["a", "${NOPE}"]}"#, "args[1]"),
+        (r#"{"command": "x", "env": {"K": "${env:NOPE}"}}"#, "env.K"),
+        (r#"{"command": "x", "cwd": "${NOPE}/d"}"#, "cwd"),
+        (r#"{"command": "x", "envFile": "${NOPE}"}"#, "envFile"),
+        (r#"{"url": "http://${NOPE}/mcp"}"#, "url"),
+        (r#"{"serverUrl": "http://${NOPE}/mcp"}"#, "serverUrl"),
+        (
+            r#"{"url": "http://h/mcp", "headers": {"X-Key": "${NOPE}"}}"#,
+            "headers.X-Key",
+        ),
+        (r#"{"command": "x", "args": ["${input:key}"]}"#, "args[0]"),
+    ];
+    for (entry, want) in cases {
+        let json = format!(r#"{{"mcpServers": {{"bad": {entry}, "good": {{"command": "x"}}}}}}"#);
+        let loaded = opts().load_json(&json).unwrap();
+        assert_eq!(loaded.servers.len(), 1, "{entry}");
+        assert_eq!(loaded.invalid.len(), 1, "{entry}");
+        let (server, field, message) = config_error(&loaded.invalid[0]);
+        assert_eq!(server, Some("bad"), "{entry}");
+        assert_eq!(field, format!("mcpServers.bad.{want}"), "{entry}");
+        assert!(
+            message.contains("NOPE") || message.contains("input:key"),
+            "{message}"
+        );
+    }
+}
+
+/// An error never shows the value a variable expanded to.
+#[test]
+fn errors_show_the_reference_not_the_value() {
+    let options = opts().env_vars([("URL", "ftp://user:SECRET-2@h/x"), ("NL", "a\nSECRET-3")]);
+    let loaded = options
+        .load_json(
+            r#"{"mcpServers": {
+                "u": {"url": "${URL}"},
+                "h": {"url": "http://h/mcp", "headers": {"X": "${NL}"}}
+            }}"#,
+        )
+        .unwrap();
+    assert_eq!(loaded.invalid.len(), 2);
+    for e in &loaded.invalid {
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+    let (_, field, message) = config_error(&loaded.invalid[1]);
+    assert_eq!(field, "mcpServers.u.url");
+    assert!(message.contains("`${URL}`"), "{message}");
+    assert_eq!(config_error(&loaded.invalid[0]).1, "mcpServers.h.headers.X");
+    assert!(!format!("{options:?}").contains("SECRET"));
+}
+
+/// Cursor: `${env:VAR}`, `${userHome}`, `${workspaceFolder}`, `envFile`.
+#[test]
+fn cursor_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let cursor = dir.path().join(".cursor");
+    std::fs::create_dir(&cursor).unwrap();
+    std::fs::write(dir.path().join(".env"), "FROM_FILE=f\nBOTH=file\n").unwrap();
+    let file = cursor.join("mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"c": {
+            "command": "${userHome}/bin/srv",
+            "args": ["${workspaceFolder}", "${workspaceFolderBasename}"],
+            "env": {"K": "${env:TOKEN}", "BOTH": "explicit"},
+            "envFile": "../.env"
+        }}}"#,
+    )
+    .unwrap();
+    let c = only(opts().load_file(&file).unwrap());
+    let s = stdio(&c);
+    let root = std::path::absolute(dir.path()).unwrap();
+    assert_eq!(s.command, "/home/u/bin/srv");
+    assert_eq!(s.args[0], root.to_str().unwrap());
+    assert_eq!(s.args[1], root.file_name().unwrap().to_str().unwrap());
+    assert_eq!(s.env["K"], "tok-SECRET-1");
+    assert_eq!(s.env["FROM_FILE"], "f");
+    assert_eq!(s.env["BOTH"], "explicit", "explicit env wins over envFile");
+    // The application's workspace folder wins over the inferred one.
+    let c = only(opts().workspace_folder("/else").load_file(&file).unwrap());
+    assert_eq!(stdio(&c).args, ["/else", "else"]);
+}
+
+/// VS Code: `servers`, JSONC, `${input:…}`, `enabled: false`, `type: "stdio"`, `envFile`.
+#[test]
+fn vscode_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let vscode = dir.path().join(".vscode");
+    std::fs::create_dir(&vscode).unwrap();
+    std::fs::write(
+        dir.path().join("srv.env"),
+        "# secrets\nDB_URL=\"postgres://x\"\n",
+    )
+    .unwrap();
+    let file = vscode.join("mcp.json");
+    std::fs::write(
+        &file,
+        r#"// VS Code writes comments...
+        {
+          "inputs": [
+            { "type": "promptString", "id": "api-key", "description": "API key", "password": true },
+          ],
+          "servers": {
+            /* a local server */
+            "db": { "type": "stdio", "command": "db-mcp", "envFile": "${workspaceFolder}/srv.env",
+                    "env": { "KEY": "${input:api-key}" }, },
+            "gh": { "type": "http", "url": "https://api.example.com/mcp/",
+                    "headers": { "Authorization": "Bearer ${input:api-key}" } },
+            "off": { "command": "x", "enabled": false },
+          }, // ...and trailing commas
+        }"#,
+    )
+    .unwrap();
+    let loaded = opts()
+        .input("api-key", "in-SECRET-4")
+        .load_file(&file)
+        .unwrap();
+    assert!(loaded.invalid.is_empty(), "{:?}", loaded.invalid);
+    assert_eq!(loaded.disabled, ["off"]);
+    let [db, gh] = &loaded.servers[..] else {
+        panic!("{loaded:?}")
+    };
+    assert_eq!(stdio(db).env["KEY"], "in-SECRET-4");
+    assert_eq!(stdio(db).env["DB_URL"], "postgres://x");
+    assert_eq!(http(gh).headers["Authorization"], "Bearer in-SECRET-4");
+    assert!(!format!("{loaded:?}").contains("SECRET"));
+    // Without the input's value: an error naming server, field and input, for both servers.
+    let loaded = opts().load_file(&file).unwrap();
+    assert_eq!(loaded.invalid.len(), 2);
+    let (server, field, message) = config_error(&loaded.invalid[0]);
+    assert_eq!((server, field), (Some("db"), "servers.db.env.KEY"));
+    assert!(
+        message.contains("LoadOptions::input(\"api-key\""),
+        "{message}"
+    );
+    assert_eq!(
+        config_error(&loaded.invalid[1]).1,
+        "servers.gh.headers.Authorization"
+    );
+}
+
+/// Windsurf: `serverUrl` is the HTTP url; `${env:VAR}`; `disabled`.
+#[test]
+fn windsurf_format() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {
+                "remote": {"serverUrl": "https://mcp.example.com/mcp", "headers": {"X-Key": "${env:TOKEN}"}},
+                "gone": {"command": "x", "disabled": true},
+                "both": {"url": "https://a/mcp", "serverUrl": "https://b/mcp"}
+            }}"#,
+        )
+        .unwrap();
+    assert_eq!(loaded.disabled, ["gone"]);
+    let remote = &loaded.servers[0];
+    assert_eq!(remote.name(), "remote");
+    assert_eq!(http(remote).url, "https://mcp.example.com/mcp");
+    assert_eq!(http(remote).headers["X-Key"], "tok-SECRET-1");
+    assert_eq!(
+        config_error(&loaded.invalid[0]).1,
+        "mcpServers.both.serverUrl"
+    );
+}
