@@ -68,7 +68,8 @@
 //!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
 //!   the one place instants are computed (saturating: `Duration::MAX` means "never").
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
-//!   capture, batched writes, process-group shutdown), `process_tree` (the descendants that
+//!   capture, process-group shutdown; its `reader` of stdout and its `writer` of stdin, which
+//!   batches writes and holds back a server that does not read our answers), `process_tree` (the descendants that
 //!   left the group, read from `/proc`, so that they are stopped too), and `http`, Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and

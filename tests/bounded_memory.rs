@@ -133,3 +133,37 @@ async fn a_slow_subscriber_costs_a_bounded_queue() {
     sup.send(mcp_supervisor::Shutdown).await.unwrap();
     arbiter.stop();
 }
+
+/// A server that floods us with requests and never reads our answers: its pipe fills, and
+/// before, every answer queued up in our memory behind it. Now a request from it is read only
+/// while fewer than 64 lines wait for its stdin, so it is held up by its own pipe; the calls
+/// that cannot be written time out, the liveness check fails, and a fresh process takes over.
+#[actix::test]
+async fn a_server_that_does_not_read_our_answers_is_held_up_by_its_pipe() {
+    let _serial = SERIAL.lock().await;
+    let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
+        {"spawn": [{"repeat": 400_000, "do": [{"request": "ping", "id": "p"}]}]},
+        {"stop_reading": true}
+    ]}]});
+    let mut settings = quick_settings();
+    settings.ping_timeout = Duration::from_millis(300);
+    let (sup, events) = start_supervisor(settings, [hostile("deaf", script)]);
+    events.ready("deaf", 1).await;
+    let before = rss_kib();
+    let call = Call::new("deaf", "tools/call", Some(json!({"name": "echo"})))
+        .timeout(Duration::from_secs(3));
+    let outcome = sup.send(call).await.unwrap();
+    assert!(
+        outcome.is_err(),
+        "a server that stopped reading cannot answer"
+    );
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    // The liveness ping cannot be written either: the server is replaced.
+    events.ready("deaf", 2).await;
+    println!("400k requests from a deaf server: RSS +{grown_mib} MiB");
+    assert!(
+        grown_mib < 24,
+        "memory grew by {grown_mib} MiB behind a deaf server"
+    );
+    sup.send(mcp_supervisor::Shutdown).await.unwrap();
+}

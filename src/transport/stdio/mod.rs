@@ -17,26 +17,28 @@
 
 use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
+mod reader;
+mod writer;
+
+use reader::Reader;
+use writer::{write_loop, Backlog};
+
 use super::process_tree::{kill_tree_detached, Strays};
-use super::{Connection, Outbound, Outgoing, Reaping, SkipCounters, TransportEvent};
+use super::{Connection, Outbound, Outgoing, Reaping, SkipCounters};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
-use crate::protocol::jsonrpc::{parse_frame, Inbound};
-use crate::protocol::text::{server_bytes, server_text};
+use crate::protocol::text::server_bytes;
 
 /// Longest stderr line we keep; a server that writes megabytes to stderr gets them cut.
 const MAX_STDERR_LINE: usize = 64 * 1024;
@@ -300,7 +302,8 @@ pub(crate) fn spawn(
 
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (write_failed_tx, write_failed) = oneshot::channel();
-    tokio::spawn(write_loop(stdin, out_rx, write_failed_tx));
+    let backlog = Arc::new(Backlog::default());
+    tokio::spawn(write_loop(stdin, out_rx, write_failed_tx, backlog.clone()));
 
     let process = ProcessHandle {
         pid,
@@ -328,6 +331,7 @@ pub(crate) fn spawn(
         group: pid,
         drain_until: None,
         skips,
+        backlog,
         done: false,
     };
     Ok(Connection {
@@ -335,140 +339,4 @@ pub(crate) fn spawn(
         events: reader.into_stream(),
         closer: super::Closer::Process(process),
     })
-}
-
-/// Writes whatever is queued with as few syscalls as possible; reports the first failure.
-async fn write_loop(
-    mut stdin: ChildStdin,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    failed: oneshot::Sender<std::io::Error>,
-) {
-    let mut batch = Vec::with_capacity(64 * 1024);
-    while let Some(first) = rx.recv().await {
-        // A pipe holds no per-request resources: abandoned requests need nothing done.
-        if let Outgoing::Line(line) = first {
-            batch.extend_from_slice(&line);
-        }
-        while let Ok(more) = rx.try_recv() {
-            if let Outgoing::Line(line) = more {
-                batch.extend_from_slice(&line);
-            }
-            if batch.len() >= 1 << 20 {
-                break;
-            }
-        }
-        if batch.is_empty() {
-            continue;
-        }
-        if let Err(e) = stdin.write_all(&batch).await {
-            let _ = failed.send(e);
-            return;
-        }
-        batch.clear();
-    }
-    // All senders are gone: dropping stdin closes the pipe, which tells the server to exit.
-}
-
-/// Turns stdout into [`TransportEvent`]s.
-struct Reader {
-    server: Arc<str>,
-    lines: FramedRead<ChildStdout, LineCodec>,
-    queued: VecDeque<Inbound>,
-    write_failed: Option<oneshot::Receiver<std::io::Error>>,
-    /// A pid-less handle: reads the exit status and stderr, never signals.
-    report: ProcessHandle,
-    /// The server's process group, killed when the server exited but its stdout stays open.
-    group: Option<Pid>,
-    /// Set when the server's own process exited: stdout is read until then, no longer.
-    drain_until: Option<Instant>,
-    skips: Arc<SkipCounters>,
-    done: bool,
-}
-
-impl Reader {
-    fn into_stream(self) -> futures_util::stream::LocalBoxStream<'static, TransportEvent> {
-        futures_util::stream::unfold(self, |mut r| async move {
-            let event = r.next_event().await?;
-            Some((event, r))
-        })
-        .boxed_local()
-    }
-
-    async fn next_event(&mut self) -> Option<TransportEvent> {
-        loop {
-            if let Some(msg) = self.queued.pop_front() {
-                return Some(TransportEvent::Message(msg));
-            }
-            if self.done {
-                return None;
-            }
-            let drain_until = self.drain_until;
-            let line = tokio::select! {
-                line = self.lines.next() => line,
-                failed = async { self.write_failed.as_mut()?.await.ok() }, if self.write_failed.is_some() => {
-                    self.write_failed = None;
-                    match failed {
-                        Some(e) => return Some(self.closed(format!("writing to the server's stdin failed: {e}")).await),
-                        None => continue,
-                    }
-                }
-                // The server's own process exited (or nothing can tell us any more): stdout
-                // gets a short grace to deliver what is still buffered.
-                _ = async { drop(self.report.exit.wait_for(Option::is_some).await) }, if drain_until.is_none() => {
-                    let now = Instant::now();
-                    self.drain_until = Some(now.checked_add(EXIT_DRAIN_GRACE).unwrap_or(now));
-                    continue;
-                }
-                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
-                    // Something the server started holds its stdout: it goes with the group.
-                    if let Some(group) = self.group {
-                        let _ = killpg(group, Signal::SIGKILL);
-                    }
-                    return Some(
-                        self.closed(
-                            "the server exited, but a process it started kept its stdout open"
-                                .to_string(),
-                        )
-                        .await,
-                    );
-                }
-            };
-            match line {
-                Some(Ok(Line::Complete(bytes))) => match parse_frame(&bytes) {
-                    Ok(messages) => self.queued.extend(messages),
-                    Err(e) => {
-                        self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
-                    }
-                },
-                Some(Ok(Line::Oversized { len })) => {
-                    self.skips.oversized.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(server = %self.server, bytes = len, "skipped a line on stdout longer than max_message_bytes");
-                }
-                Some(Err(e)) => {
-                    return Some(
-                        self.closed(format!("reading the server's stdout failed: {e}"))
-                            .await,
-                    )
-                }
-                None => {
-                    return Some(
-                        self.closed("the server closed its stdout".to_string())
-                            .await,
-                    )
-                }
-            }
-        }
-    }
-
-    async fn closed(&mut self, message: String) -> TransportEvent {
-        self.done = true;
-        let (exit_status, stderr_tail) = self.report.exit_report().await;
-        TransportEvent::Closed(Error::process_ended(
-            &self.server,
-            message,
-            exit_status,
-            stderr_tail,
-        ))
-    }
 }
