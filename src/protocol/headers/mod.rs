@@ -18,8 +18,15 @@
 //! rule is tested here without a server. `MCP-Protocol-Version` is the transport's, as it is
 //! the same on every request.
 
+mod annotations;
+mod mirror;
 mod value;
 
+pub use annotations::{
+    dropped_tool_message, param_bindings, tool_bindings, validate_tools, InvalidHeaderAnnotation,
+    ParamBinding, Primitive, X_MCP_HEADER,
+};
+pub use mirror::{param_header, param_headers, Omitted, MAX_SAFE_INTEGER};
 pub use value::{
     decode_header_value, header_value, needs_encoding, InvalidSentinel, SENTINEL_PREFIX,
     SENTINEL_SUFFIX,
