@@ -61,7 +61,11 @@
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
 //!   future protocol revisions), [`pagination`](protocol::pagination) the bounded walk of a
-//!   list's cursors, [`text`](protocol::text) escaping and bounding server text.
+//!   list's cursors, [`text`](protocol::text) escaping and bounding server text; and for the
+//!   stateless 2026-07-28 revision [`era`](protocol::era) (which era, and what a probe's answer
+//!   means), [`discover`](protocol::discover), [`meta`](protocol::meta) (every request's
+//!   `_meta`), [`mrtr`](protocol::mrtr) (results that ask for input) and
+//!   [`headers`](protocol::headers) (its HTTP headers and `x-mcp-header`).
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,

@@ -3,6 +3,7 @@
 pub mod codec;
 pub mod discover;
 pub mod era;
+pub mod headers;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod meta;
