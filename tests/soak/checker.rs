@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::history::*;
+use super::stalls::{stalled_within, Stall};
 
 /// One broken promise.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +58,9 @@ pub struct Figures {
     /// 99th percentile of the lateness of the calls that ended at their bound (timeouts).
     pub p99_timeout_lateness_ms: f64,
     pub counters: BTreeMap<String, CounterBook>,
+    /// Answers later than their bound plus the slack, excused because the whole process was
+    /// not scheduled meanwhile (see [`super::stalls`]).
+    pub late_excused: usize,
 }
 
 /// Judges `calls` and `facts`; `slack` is how late an answer may come after its bound.
@@ -94,7 +98,9 @@ pub fn check(calls: &[CallRecord], facts: &Facts, slack: Duration) -> (Vec<Viola
         if call.outcome.label() == "timeout" {
             timeout_lateness.push(lateness);
         }
-        check_call(call, slack, &mut violations);
+        if !check_call(call, slack, facts, &mut violations) {
+            figures.late_excused += 1;
+        }
     }
     timeout_lateness.sort_by(f64::total_cmp);
     figures.p99_timeout_lateness_ms = percentile(&timeout_lateness, 0.99);
@@ -134,8 +140,14 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-/// The promises about one call on its own.
-fn check_call(call: &CallRecord, slack: Duration, violations: &mut Vec<Violation>) {
+/// The promises about one call on its own. False if the call was late but the machine's
+/// stalls account for it (then that is not reported as a violation).
+fn check_call(
+    call: &CallRecord,
+    slack: Duration,
+    facts: &Facts,
+    violations: &mut Vec<Violation>,
+) -> bool {
     let mut broken = |promise: &'static str| {
         violations.push(Violation {
             promise,
@@ -172,9 +184,24 @@ fn check_call(call: &CallRecord, slack: Duration, violations: &mut Vec<Violation
     if call.known_to_run && !(call.outcome == Outcome::Ok || call.outcome.in_doubt()) {
         broken("a call that ran is acknowledged or in doubt, never answered as not run");
     }
-    if call.outcome != Outcome::Hung && call.end > call.start + call.bound + slack {
-        broken("by the deadline: answered later than its bound plus the slack");
+    let due = call.start + call.bound;
+    if call.outcome != Outcome::Hung && call.end > due + slack {
+        let starved = stalled_within(&facts.machine_stalls, call.start, call.end);
+        if call.end - due <= slack + starved {
+            return false;
+        }
+        let blocked = stalled_within(&facts.loop_stalls, call.start, call.end);
+        violations.push(Violation {
+            promise: "by the deadline: answered later than its bound plus the slack",
+            detail: format!(
+                "{} (meanwhile the actix thread stalled {} ms, the whole process {} ms)",
+                describe(call),
+                blocked.as_millis(),
+                starved.as_millis()
+            ),
+        });
     }
+    true
 }
 
 /// No acknowledged or in-doubt `counter` call executed twice, and none answered "not run"
@@ -299,6 +326,7 @@ mod tests {
                 executions,
                 counter_file: Some(executions),
                 ready_fraction: 1.0,
+                ready_while_up: 1.0,
                 outages: 0,
                 reconnects: 0,
                 resent: 0,
@@ -408,6 +436,24 @@ mod tests {
                 "after Shutdown, a call is refused at once",
                 "after Shutdown, a call is refused at once",
             ]
+        );
+    }
+
+    #[test]
+    fn lateness_is_excused_only_as_far_as_the_whole_process_stalled() {
+        let late = [call(Method::Echo, 0, 100, 600, err("timeout"))];
+        let mut f = facts(0);
+        f.machine_stalls = vec![Stall {
+            at: ms(200),
+            len: ms(300),
+        }];
+        let (violations, figures) = check(&late, &f, ms(250));
+        assert_eq!(violations, []);
+        assert_eq!(figures.late_excused, 1);
+        f.machine_stalls[0].len = ms(100);
+        assert_eq!(
+            promises(&late, &f),
+            ["by the deadline: answered later than its bound plus the slack"]
         );
     }
 

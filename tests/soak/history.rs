@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+pub use super::stalls::Stall;
+
 /// The calls the soak makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Method {
@@ -210,7 +212,10 @@ pub struct ServerFacts {
     pub counter_file: Option<u64>,
     /// Fraction of the soak the server was Ready, from the state-change events.
     pub ready_fraction: f64,
-    /// Outages the supervisor noticed (transitions to `reconnecting`).
+    /// Fraction of the time the server could answer (outside the SIGSTOP pauses and the HTTP
+    /// outages the soak caused) that it was Ready: what the supervisor's reconnecting costs.
+    pub ready_while_up: f64,
+    /// Times the server left Ready.
     pub outages: usize,
     /// The supervisor's counters at the end: reconnects, re-sent calls, unknown responses.
     pub reconnects: u64,
@@ -243,4 +248,10 @@ pub struct Facts {
     pub pids_seen: usize,
     /// Those still running when `Shutdown` had answered.
     pub left_running: Vec<u32>,
+    /// Stalls of the actix thread's heartbeat, and of a plain OS thread's (the whole process
+    /// not scheduled: a busy machine).
+    pub loop_stalls: Vec<Stall>,
+    pub machine_stalls: Vec<Stall>,
+    /// The machine's load averages at the start and the end.
+    pub load: String,
 }

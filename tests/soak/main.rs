@@ -36,6 +36,7 @@ mod checker;
 mod faults;
 mod history;
 mod shutdown;
+mod stalls;
 mod timeline;
 
 use std::cell::RefCell;
@@ -180,6 +181,8 @@ async fn randomized_fault_soak() {
 
     // Calls and faults.
     let t0 = Instant::now();
+    let load_before = stalls::loadavg();
+    let monitors = stalls::Monitors::start(t0);
     let until = t0 + Duration::from_secs(knobs.secs);
     let progress = Sink.start().recipient();
     let callers: Vec<_> = (0..knobs.callers)
@@ -295,7 +298,15 @@ async fn randomized_fault_soak() {
     // What the servers counted.
     for target in &targets {
         let status = statuses.iter().find(|s| s.name == target.name);
-        let (ready_fraction, outages) = timeline.ready_fraction(&target.name, t0, until);
+        // When the server itself could not answer: SIGSTOPped, or (HTTP) not listening.
+        let down: Vec<(Duration, Duration)> = injected
+            .faults
+            .iter()
+            .filter(|f| f.target == target.name)
+            .filter(|f| matches!(f.kind, FaultKind::Stop | FaultKind::HttpRestart))
+            .map(|f| (f.at, f.end))
+            .collect();
+        let availability = timeline.availability(&target.name, t0, until, &down);
         let (executions, counter_file) = match target.kind {
             Kind::Stdio => (
                 common::event_log(dir.path(), &target.name)
@@ -317,14 +328,20 @@ async fn randomized_fault_soak() {
             kind: target.kind,
             executions,
             counter_file,
-            ready_fraction,
-            outages,
+            ready_fraction: availability.ready,
+            ready_while_up: availability.ready_while_up,
+            outages: availability.outages,
             reconnects: status.map_or(0, |s| s.counters.reconnects),
             resent: status.map_or(0, |s| s.counters.calls_resent),
             unknown_responses: status.map_or(0, |s| s.counters.unknown_responses),
         });
     }
     facts.faults = injected.faults;
+    (facts.loop_stalls, facts.machine_stalls) = monitors.stop();
+    facts.load = format!(
+        "{load_before} at the start, {} at the end",
+        stalls::loadavg()
+    );
 
     calls.sort_by_key(|c| c.start);
     let (violations, figures) = checker::check(&calls, &facts, knobs.slack);
@@ -440,19 +457,37 @@ fn print_figures(knobs: &Knobs, facts: &Facts, figures: &checker::Figures, took:
             server.name, book.executions, book.acknowledged, book.in_doubt, book.not_run
         );
     }
-    println!("  servers (Ready share of the soak, outages, supervisor's reconnects / re-sent calls / unknown responses):");
+    println!("  servers (Ready share of the soak and of the time the server could answer, outages, supervisor's reconnects / re-sent calls / unknown responses):");
     for s in &facts.servers {
         println!(
-            "    {} ({:?}): {:.1} % Ready, {} outages, {} reconnects, {} re-sent, {} unknown responses",
+            "    {} ({:?}): {:.1} % Ready ({:.1} % while up), {} outages, {} reconnects, {} re-sent, {} unknown responses",
             s.name,
             s.kind,
             s.ready_fraction * 100.0,
+            s.ready_while_up * 100.0,
             s.outages,
             s.reconnects,
             s.resent,
             s.unknown_responses
         );
     }
+    let worst = |stalls: &[stalls::Stall]| {
+        stalls
+            .iter()
+            .map(|s| s.len)
+            .max()
+            .unwrap_or_default()
+            .as_millis()
+    };
+    println!(
+        "  stalls over 40 ms: actix thread {} (worst {} ms), whole process {} (worst {} ms); {} late answers excused by the latter; load {}",
+        facts.loop_stalls.len(),
+        worst(&facts.loop_stalls),
+        facts.machine_stalls.len(),
+        worst(&facts.machine_stalls),
+        figures.late_excused,
+        facts.load
+    );
     match facts.all_ready_after {
         Some(t) => println!(
             "  all Ready {:.0} ms after the last fault (bound {:?})",
