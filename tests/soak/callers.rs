@@ -26,6 +26,8 @@ const WATCHDOG: Duration = Duration::from_secs(10);
 pub struct Target {
     pub name: String,
     pub kind: Kind,
+    /// Configured `trusted`: its read-only tools (echo, slow) may be re-sent.
+    pub trusted: bool,
 }
 
 /// What to ask.
@@ -166,6 +168,15 @@ pub async fn perform(
     };
     let server = target.name.as_str();
     let mut bound = timeout;
+    // May the supervisor send this call a second time, after a broken connection?
+    let resend_allowed = match (&ask, retry) {
+        (Ask::Counter { .. }, RetryPolicy::Always) => true,
+        (Ask::Counter { .. }, _) => false,
+        (_, RetryPolicy::Always) => true,
+        (Ask::Echo { .. } | Ask::Slow { .. }, RetryPolicy::IfIdempotent) => target.trusted,
+        (Ask::ToolsList | Ask::Ping, RetryPolicy::IfIdempotent) => true,
+        (_, _) => false,
+    };
     let (method, payload, outcome, start) = match ask {
         Ask::Echo { tag, len } => {
             let text = format!("{tag}{}", "x".repeat(len));
@@ -278,6 +289,7 @@ pub async fn perform(
         outcome,
         phase: Phase::Soak,
         known_to_run: false,
+        resend_allowed,
     }
 }
 

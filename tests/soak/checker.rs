@@ -58,6 +58,8 @@ pub struct Figures {
     /// 99th percentile of the lateness of the calls that ended at their bound (timeouts).
     pub p99_timeout_lateness_ms: f64,
     pub counters: BTreeMap<String, CounterBook>,
+    /// Per server and tool (echo, slow): (runs, ok answers, most runs the calls allow).
+    pub runs: BTreeMap<(String, &'static str), (u64, u64, u64)>,
     /// Answers later than their bound plus the slack, excused because the whole process was
     /// not scheduled meanwhile (see [`super::stalls`]).
     pub late_excused: usize,
@@ -111,6 +113,7 @@ pub fn check(calls: &[CallRecord], facts: &Facts, slack: Duration) -> (Vec<Viola
         *figures.faults.entry(fault.kind.name()).or_default() += 1;
     }
     check_counters(calls, facts, &mut figures, &mut violations);
+    check_sends(calls, facts, &mut figures, &mut violations);
     check_recovery(facts, &mut violations);
     (violations, figures)
 }
@@ -249,6 +252,54 @@ fn check_counters(
     }
 }
 
+/// A call is sent at most twice, and twice only if its policy allows a re-send; every `ok`
+/// answer came from a run. (In aggregate, per server and tool: runs are not tied to calls.)
+fn check_sends(
+    calls: &[CallRecord],
+    facts: &Facts,
+    figures: &mut Figures,
+    violations: &mut Vec<Violation>,
+) {
+    for server in &facts.servers {
+        for (method, runs) in [
+            (Method::Echo, server.echo_runs),
+            (Method::Slow, server.slow_runs),
+        ] {
+            let mine = calls
+                .iter()
+                .filter(|c| c.method == method && c.server == server.name);
+            let (mut ok, mut most) = (0, 0);
+            for call in mine {
+                ok += u64::from(call.outcome == Outcome::Ok);
+                most += 1 + u64::from(call.resend_allowed);
+            }
+            figures
+                .runs
+                .insert((server.name.clone(), method.name()), (runs, ok, most));
+            if runs > most {
+                violations.push(Violation {
+                    promise: "a call is re-sent at most once, and only if its policy allows",
+                    detail: format!(
+                        "{}: {} ran {runs} times, more than the {most} sends its calls allow",
+                        server.name,
+                        method.name()
+                    ),
+                });
+            }
+            if runs < ok {
+                violations.push(Violation {
+                    promise: "an ok answer comes from a run of the call",
+                    detail: format!(
+                        "{}: {} ran {runs} times but {ok} calls were answered ok",
+                        server.name,
+                        method.name()
+                    ),
+                });
+            }
+        }
+    }
+}
+
 fn check_recovery(facts: &Facts, violations: &mut Vec<Violation>) {
     if facts.all_ready_after.is_none() {
         violations.push(Violation {
@@ -308,6 +359,7 @@ mod tests {
             outcome,
             phase: Phase::Soak,
             known_to_run: false,
+            resend_allowed: false,
         }
     }
 
@@ -325,6 +377,8 @@ mod tests {
                 kind: Kind::Stdio,
                 executions,
                 counter_file: Some(executions),
+                echo_runs: 0,
+                slow_runs: 0,
                 ready_fraction: 1.0,
                 ready_while_up: 1.0,
                 outages: 0,
@@ -357,7 +411,9 @@ mod tests {
             call(Method::Ping, 0, 100, 20, err("unavailable")),
         ];
         for executions in 1..=3 {
-            assert_eq!(promises(&calls, &facts(executions)), Vec::<&str>::new());
+            let mut f = facts(executions);
+            f.servers[0].echo_runs = 1;
+            assert_eq!(promises(&calls, &f), Vec::<&str>::new());
         }
         let (_, figures) = check(&calls, &facts(2), ms(250));
         assert_eq!(figures.calls, 6);
@@ -428,8 +484,10 @@ mod tests {
             after(Outcome::Ok),
             after(err("timeout")),
         ];
+        let mut f = facts(0);
+        f.servers[0].echo_runs = 1;
         assert_eq!(
-            promises(&broken, &facts(0)),
+            promises(&broken, &f),
             [
                 "a call that ran is acknowledged or in doubt, never answered as not run",
                 "a call that ran is acknowledged or in doubt, never answered as not run",
@@ -455,6 +513,34 @@ mod tests {
             promises(&late, &f),
             ["by the deadline: answered later than its bound plus the slack"]
         );
+    }
+
+    #[test]
+    fn a_call_sent_more_often_than_its_policy_allows_is_reported() {
+        let resendable = CallRecord {
+            resend_allowed: true,
+            ..call(Method::Echo, 0, 100, 150, err("timeout"))
+        };
+        let calls = [
+            call(Method::Echo, 0, 100, 5, Outcome::Ok),
+            resendable,
+            call(Method::Slow, 0, 100, 5, err("outcome_unknown")),
+        ];
+        let runs = |echo, slow| {
+            let mut f = facts(0);
+            f.servers[0].echo_runs = echo;
+            f.servers[0].slow_runs = slow;
+            promises(&calls, &f)
+        };
+        assert_eq!(runs(3, 1), Vec::<&str>::new());
+        assert_eq!(
+            runs(4, 2),
+            [
+                "a call is re-sent at most once, and only if its policy allows",
+                "a call is re-sent at most once, and only if its policy allows"
+            ]
+        );
+        assert_eq!(runs(0, 0), ["an ok answer comes from a run of the call"]);
     }
 
     #[test]

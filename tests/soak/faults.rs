@@ -1,5 +1,6 @@
 //! The fault injector: with its own seeded RNG it waits a random gap, then picks a fault: kill -9
-//! of a stdio server's process (pid from `GetStatus`), SIGSTOP and a SIGCONT after a random
+//! of a stdio server's process (pid from `GetStatus`; sometimes again for the process started
+//! in its place, during its handshake), SIGSTOP and a SIGCONT after a random
 //! pause, the HTTP test server stopped and started again on the same port after 0–3 s, a
 //! `Reconnect` of any server, or one of the HTTP test server's fault switches (sessions
 //! forgotten, an SSE answer cut before its response). Pauses and outages run in their own
@@ -42,11 +43,11 @@ impl HttpSlot {
         }
     }
 
-    /// `counter` executions over every instance.
-    pub fn executions(&self) -> u64 {
+    /// Executions of `tool` over every instance.
+    pub fn runs(&self, tool: &str) -> u64 {
         self.instances
             .iter()
-            .map(|s| s.tool_calls("counter") as u64)
+            .map(|s| s.tool_calls(tool) as u64)
             .sum()
     }
 }
@@ -72,6 +73,8 @@ pub struct Injector {
     pub stdio: Vec<String>,
     /// Every server, for `Reconnect`.
     pub all: Vec<String>,
+    /// Where the demo servers' event logs are (their `start pid=` lines).
+    pub dir: std::path::PathBuf,
     pub http: Vec<Rc<RefCell<HttpSlot>>>,
     pub rng: StdRng,
     pub t0: Instant,
@@ -112,6 +115,7 @@ impl Injector {
             let down = Duration::from_millis(self.rng.random_range(0..3000));
             let not_found = self.rng.random_bool(0.5);
             let events = self.rng.random_range(1..=2);
+            let after_start = Duration::from_millis(self.rng.random_range(0..30));
             let at = Instant::now() - self.t0;
             match kind {
                 FaultKind::Kill9 | FaultKind::Stop => {
@@ -196,6 +200,41 @@ impl Injector {
                         end: Instant::now() - self.t0,
                     });
                 }
+                FaultKind::KillInHandshake => {
+                    let Some(pid) = self.pid_of(&stdio, &done).await else {
+                        done.borrow_mut().skipped += 1;
+                        continue;
+                    };
+                    let (done, t0) = (done.clone(), self.t0);
+                    let log = self.dir.join(format!("{stdio}.log"));
+                    let before = started(&log).len();
+                    signal(pid, Signal::SIGKILL);
+                    running.push(actix::spawn(async move {
+                        // The process started in its place (bounded: it may not come soon).
+                        let deadline = Instant::now() + Duration::from_secs(3);
+                        let mut next = None;
+                        while next.is_none() && Instant::now() < deadline {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            next = started(&log).get(before).copied();
+                        }
+                        let Some(next) = next else {
+                            done.borrow_mut().skipped += 1;
+                            return;
+                        };
+                        tokio::time::sleep(after_start).await;
+                        signal(next, Signal::SIGKILL);
+                        let mut done = done.borrow_mut();
+                        done.pids.insert(next);
+                        done.faults.push(FaultRecord {
+                            kind,
+                            target: stdio,
+                            pid: Some(next),
+                            at,
+                            pause: after_start,
+                            end: Instant::now() - t0,
+                        });
+                    }));
+                }
                 FaultKind::ActorPanic => {
                     self.sup.do_send(InjectPanic {
                         server: any.clone(),
@@ -245,7 +284,7 @@ impl Injector {
             .unwrap_or_else(|_| panic!("every fault task has ended"))
     }
 
-    /// kill -9 30 %, SIGSTOP 25 %, HTTP restart 20 %, `Reconnect` 10 %, HTTP sessions
+    /// kill -9 30 % (8 of them twice, the second in the handshake), SIGSTOP 25 %, HTTP restart 20 %, `Reconnect` 10 %, HTTP sessions
     /// forgotten 8 %, an HTTP SSE answer cut 7 % (without HTTP servers, only the first two and
     /// `Reconnect`, in the same proportions).
     fn pick_kind(&mut self) -> FaultKind {
@@ -256,13 +295,15 @@ impl Injector {
         }
         if self.http.is_empty() {
             return match roll * 65 / 100 {
-                0..30 => FaultKind::Kill9,
+                0..22 => FaultKind::Kill9,
+                22..30 => FaultKind::KillInHandshake,
                 30..55 => FaultKind::Stop,
                 _ => FaultKind::Reconnect,
             };
         }
         match roll {
-            0..30 => FaultKind::Kill9,
+            0..22 => FaultKind::Kill9,
+            22..30 => FaultKind::KillInHandshake,
             30..55 => FaultKind::Stop,
             55..75 => FaultKind::HttpRestart,
             75..85 => FaultKind::Reconnect,
@@ -278,6 +319,15 @@ impl Injector {
         done.borrow_mut().pids.insert(pid);
         Some(pid)
     }
+}
+
+/// The pids a demo server's event log says were started, in order.
+pub fn started(log: &std::path::Path) -> Vec<u32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("start pid=")?.trim().parse().ok())
+        .collect()
 }
 
 /// Sends `signal`; a process that is already gone is not an error here.

@@ -117,6 +117,9 @@ pub struct CallRecord {
     /// The soak saw this call run on the server (its `counter` line appeared in the log): it
     /// must be acknowledged or in doubt, never answered as not run.
     pub known_to_run: bool,
+    /// Its retry policy (and the server's trust, for a read-only tool) lets the supervisor
+    /// send it a second time after a broken connection.
+    pub resend_allowed: bool,
 }
 
 /// When a call was made.
@@ -147,6 +150,9 @@ impl CallRecord {
 pub enum FaultKind {
     /// SIGKILL to a stdio server's process.
     Kill9,
+    /// SIGKILL, then SIGKILL again to the process started in its place, 0–30 ms after it
+    /// started: during its handshake, most likely.
+    KillInHandshake,
     /// SIGSTOP, then SIGCONT after a pause.
     Stop,
     /// The HTTP server stopped, then started again on the same port.
@@ -168,6 +174,7 @@ impl FaultKind {
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Kill9 => "kill -9",
+            FaultKind::KillInHandshake => "kill -9 in the handshake",
             FaultKind::Stop => "SIGSTOP/SIGCONT",
             FaultKind::HttpRestart => "http restart",
             FaultKind::Reconnect => "Reconnect",
@@ -210,6 +217,10 @@ pub struct ServerFacts {
     /// The demo server's counter file at the end (stdio only): lower than `executions` if a
     /// kill landed inside its truncate-then-write (issue 9, defect 15).
     pub counter_file: Option<u64>,
+    /// How often the server ran `echo` and `slow` (`call <tool>` lines in the demo's log; the
+    /// HTTP servers' counts over every instance).
+    pub echo_runs: u64,
+    pub slow_runs: u64,
     /// Fraction of the soak the server was Ready, from the state-change events.
     pub ready_fraction: f64,
     /// Fraction of the time the server could answer (outside the SIGSTOP pauses and the HTTP

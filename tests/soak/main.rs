@@ -48,9 +48,8 @@ use actix::{Actor, Addr};
 use mcp_supervisor::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use serde_json::json;
 
-use callers::{Caller, Target};
+use callers::{Ask, Caller, Plan, Target};
 use faults::{HttpSlot, Injector};
 use history::*;
 use shutdown::ShutdownPhase;
@@ -115,6 +114,11 @@ fn vary(config: ServerConfig, index: usize) -> ServerConfig {
     }
 }
 
+/// Whether [`vary`] makes the `index`-th server of its transport `trusted`.
+fn trusted(index: usize) -> bool {
+    index.is_multiple_of(3)
+}
+
 /// An RNG of its own for each actor of the soak, all derived from the seed.
 fn rng(seed: u64, stream: u64) -> StdRng {
     StdRng::seed_from_u64(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -157,14 +161,17 @@ async fn randomized_fault_soak() {
     }
     let mut targets: Vec<Target> = stdio
         .iter()
-        .map(|name| Target {
+        .enumerate()
+        .map(|(i, name)| Target {
             name: name.clone(),
             kind: Kind::Stdio,
+            trusted: trusted(i),
         })
         .collect();
-    targets.extend(http.iter().map(|s| Target {
+    targets.extend(http.iter().enumerate().map(|(i, s)| Target {
         name: s.borrow().name.clone(),
         kind: Kind::Http,
+        trusted: trusted(i),
     }));
     let (timeline, recipient) = Timeline::start();
     let sup = Supervisor::builder()
@@ -203,6 +210,7 @@ async fn randomized_fault_soak() {
         sup: sup.clone(),
         stdio: stdio.clone(),
         all: targets.iter().map(|t| t.name.clone()).collect(),
+        dir: dir.path().to_path_buf(),
         http: http.clone(),
         rng: rng(knobs.seed, 0),
         t0,
@@ -239,15 +247,26 @@ async fn randomized_fault_soak() {
     for caller in callers {
         calls.extend(caller.await.expect("a caller task ends"));
     }
-    for target in &targets {
-        let probe = CallTool::new(&target.name, "echo", json!({"text": "probe"}))
-            .timeout(Duration::from_secs(5));
-        match sup.send(probe).await {
-            Ok(Ok(r)) if common::text_of(&r) == "probe" => {}
-            other => facts
+    for (seq, target) in targets.iter().enumerate() {
+        let probe = Plan {
+            id: 998 << 32 | seq as u64,
+            caller: 998,
+            target: target.clone(),
+            ask: Ask::Echo {
+                tag: format!("probe:{}", target.name),
+                len: 0,
+            },
+            timeout: Duration::from_secs(5),
+            retry: RetryPolicy::Never,
+            direct: false,
+        };
+        let record = callers::perform(&sup, probe, &progress, t0).await;
+        if record.outcome != Outcome::Ok {
+            facts
                 .probe_failures
-                .push(format!("{}: {other:?}", target.name)),
+                .push(format!("{}: {:?}", target.name, record.outcome));
         }
+        calls.push(record);
     }
 
     // The supervisor's own view, then shutdown.
@@ -274,7 +293,7 @@ async fn randomized_fault_soak() {
     facts.stopped_at_shutdown = ending.stopped.clone();
     calls.extend(ending.calls);
     for name in &stdio {
-        pids.extend(started_pids(dir.path(), name));
+        pids.extend(faults::started(&dir.path().join(format!("{name}.log"))));
     }
     facts.pids_seen = pids.len();
     facts.left_running = pids
@@ -286,13 +305,16 @@ async fn randomized_fault_soak() {
     for &pid in &facts.left_running {
         common::kill(pid, nix::sys::signal::Signal::SIGKILL);
     }
-    let mut http_executions = Vec::new();
+    // (name, counter, echo, slow) runs of each HTTP server, over all its instances.
+    let mut http_runs = Vec::new();
     for slot in &http {
         let server = slot.borrow_mut().running.take();
         if let Some(server) = server {
             server.stop().await;
         }
-        http_executions.push((slot.borrow().name.clone(), slot.borrow().executions()));
+        let slot = slot.borrow();
+        let runs = [slot.runs("counter"), slot.runs("echo"), slot.runs("slow")];
+        http_runs.push((slot.name.clone(), runs));
     }
 
     // What the servers counted.
@@ -307,19 +329,21 @@ async fn randomized_fault_soak() {
             .map(|f| (f.at, f.end))
             .collect();
         let availability = timeline.availability(&target.name, t0, until, &down);
-        let (executions, counter_file) = match target.kind {
-            Kind::Stdio => (
-                common::event_log(dir.path(), &target.name)
-                    .iter()
-                    .filter(|l| l.starts_with("counter "))
-                    .count() as u64,
-                Some(common::counter_file(dir.path(), &target.name)),
-            ),
+        let ([executions, echo_runs, slow_runs], counter_file) = match target.kind {
+            Kind::Stdio => {
+                let log = common::event_log(dir.path(), &target.name);
+                let count =
+                    |prefix: &str| log.iter().filter(|l| l.starts_with(prefix)).count() as u64;
+                (
+                    [count("counter "), count("call echo"), count("call slow")],
+                    Some(common::counter_file(dir.path(), &target.name)),
+                )
+            }
             Kind::Http => (
-                http_executions
+                http_runs
                     .iter()
                     .find(|(n, _)| *n == target.name)
-                    .map_or(0, |(_, e)| *e),
+                    .map_or([0; 3], |(_, runs)| *runs),
                 None,
             ),
         };
@@ -328,6 +352,8 @@ async fn randomized_fault_soak() {
             kind: target.kind,
             executions,
             counter_file,
+            echo_runs,
+            slow_runs,
             ready_fraction: availability.ready,
             ready_while_up: availability.ready_while_up,
             outages: availability.outages,
@@ -382,14 +408,6 @@ async fn wait_all_ready(sup: &Addr<Supervisor>, limit: Duration) -> Result<(), V
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// The pids a demo server's event log says it started with.
-fn started_pids(dir: &std::path::Path, name: &str) -> Vec<u32> {
-    common::event_log(dir, name)
-        .iter()
-        .filter_map(|l| l.strip_prefix("start pid=")?.trim().parse().ok())
-        .collect()
 }
 
 fn print_figures(knobs: &Knobs, facts: &Facts, figures: &checker::Figures, took: Duration) {
@@ -456,6 +474,10 @@ fn print_figures(knobs: &Knobs, facts: &Facts, figures: &checker::Figures, took:
             "    {}: {} executions, {} ok, {} in doubt, {} not run{file}",
             server.name, book.executions, book.acknowledged, book.in_doubt, book.not_run
         );
+    }
+    println!("  echo and slow: runs on the server vs ok answers vs most sends the calls' policies allow:");
+    for ((server, tool), (runs, ok, most)) in &figures.runs {
+        println!("    {server} {tool}: {runs} runs, {ok} ok, at most {most}");
     }
     println!("  servers (Ready share of the soak and of the time the server could answer, outages, supervisor's reconnects / re-sent calls / unknown responses):");
     for s in &facts.servers {
