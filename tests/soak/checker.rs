@@ -158,10 +158,17 @@ fn check_call(
         })
     };
     let after = call.phase == Phase::AfterShutdown;
+    // The call met a `RemoveServer` of its server: it may find the server stopped or gone.
+    let removed = facts.faults.iter().any(|f| {
+        f.kind == FaultKind::RemoveAdd
+            && f.target == call.server
+            && call.start <= f.end
+            && call.end >= f.at
+    });
     match &call.outcome {
         Outcome::Hung => broken("answered: no answer by the bound plus the watchdog"),
         // A call to the address of an actor that has stopped cannot be answered otherwise.
-        Outcome::Mailbox(_) if after => {}
+        Outcome::Mailbox(_) if after || (removed && call.route == Route::Direct) => {}
         Outcome::Mailbox(_) => broken("answered: the request was dropped (MailboxError)"),
         Outcome::Wrong(_) => broken("the right answer: an ok result that is not this call's"),
         Outcome::Err { code, .. } if after => {
@@ -177,7 +184,8 @@ fn check_call(
                 broken("safe-by-nature calls are re-sent or `unavailable`, never `outcome_unknown`")
             }
             "timeout" | "outcome_unknown" | "unavailable" | "overloaded" => {}
-            "stopped" if call.phase == Phase::AtShutdown => {}
+            "stopped" if call.phase == Phase::AtShutdown || removed => {}
+            "server_not_found" if removed => {}
             "stopped" => broken("`stopped` only after a shutdown: none was sent"),
             _ => broken("only errors a caller can act on: this one should not reach a caller"),
         },
@@ -301,6 +309,12 @@ fn check_sends(
 }
 
 fn check_recovery(facts: &Facts, violations: &mut Vec<Violation>) {
+    for error in &facts.api_errors {
+        violations.push(Violation {
+            promise: "RemoveServer and AddServer answer Ok",
+            detail: error.clone(),
+        });
+    }
     if facts.all_ready_after.is_none() {
         violations.push(Violation {
             promise: "every server Ready again after the faults stop",

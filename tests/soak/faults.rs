@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use actix::Addr;
 use futures_util::FutureExt;
-use mcp_supervisor::{GetStatus, InjectPanic, Reconnect, Supervisor};
+use mcp_supervisor::{AddServer, GetStatus, InjectPanic, Reconnect, RemoveServer, Supervisor};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use rand::rngs::StdRng;
@@ -73,6 +73,8 @@ pub struct Injector {
     pub stdio: Vec<String>,
     /// Every server, for `Reconnect`.
     pub all: Vec<String>,
+    /// Their configurations, to add a removed server again.
+    pub configs: std::collections::HashMap<String, mcp_supervisor::ServerConfig>,
     /// Where the demo servers' event logs are (their `start pid=` lines).
     pub dir: std::path::PathBuf,
     pub http: Vec<Rc<RefCell<HttpSlot>>>,
@@ -83,6 +85,8 @@ pub struct Injector {
     pub gap: std::ops::Range<Duration>,
     /// The share of faults (in %) that are actor panics instead.
     pub panic_percent: u32,
+    /// Only these kinds, equally often (`MCP_SOAK_FAULTS`), instead of the usual mix.
+    pub only: Option<Vec<FaultKind>>,
 }
 
 /// What the injector did.
@@ -91,6 +95,8 @@ pub struct Injected {
     pub faults: Vec<FaultRecord>,
     pub skipped: usize,
     pub pids: BTreeSet<u32>,
+    /// API calls of the injector (`RemoveServer`, `AddServer`) that did not answer `Ok`.
+    pub api_errors: Vec<String>,
 }
 
 impl Injector {
@@ -98,6 +104,7 @@ impl Injector {
     pub async fn run(mut self) -> Injected {
         let done = Rc::new(RefCell::new(Injected::default()));
         let stopped: Rc<RefCell<BTreeSet<String>>> = Rc::default();
+        let removing: Rc<RefCell<BTreeSet<String>>> = Rc::default();
         let mut running = Vec::new();
         loop {
             let gap = self.rng.random_range(self.gap.clone());
@@ -235,6 +242,36 @@ impl Injector {
                         });
                     }));
                 }
+                FaultKind::RemoveAdd => {
+                    let config = self.configs.get(&any).cloned();
+                    let Some(config) = config.filter(|_| !removing.borrow().contains(&any)) else {
+                        done.borrow_mut().skipped += 1;
+                        continue;
+                    };
+                    removing.borrow_mut().insert(any.clone());
+                    let pid = self.pid_of(&any, &done).await;
+                    let (sup, done, removing, t0) =
+                        (self.sup.clone(), done.clone(), removing.clone(), self.t0);
+                    running.push(actix::spawn(async move {
+                        let removed = sup.send(RemoveServer(any.clone())).await;
+                        let added = sup.send(AddServer(config)).await;
+                        removing.borrow_mut().remove(&any);
+                        let mut done = done.borrow_mut();
+                        if !matches!((&removed, &added), (Ok(Ok(())), Ok(Ok(())))) {
+                            done.api_errors.push(format!(
+                                "removing {any} and adding it again: {removed:?}, then {added:?}"
+                            ));
+                        }
+                        done.faults.push(FaultRecord {
+                            kind,
+                            target: any,
+                            pid,
+                            at,
+                            pause: Duration::ZERO,
+                            end: Instant::now() - t0,
+                        });
+                    }));
+                }
                 FaultKind::ActorPanic => {
                     self.sup.do_send(InjectPanic {
                         server: any.clone(),
@@ -284,30 +321,36 @@ impl Injector {
             .unwrap_or_else(|_| panic!("every fault task has ended"))
     }
 
-    /// kill -9 30 % (8 of them twice, the second in the handshake), SIGSTOP 25 %, HTTP restart 20 %, `Reconnect` 10 %, HTTP sessions
-    /// forgotten 8 %, an HTTP SSE answer cut 7 % (without HTTP servers, only the first two and
-    /// `Reconnect`, in the same proportions).
+    /// kill -9 30 % (8 of them twice, the second in the handshake), SIGSTOP 25 %, HTTP restart
+    /// 18 %, `Reconnect` 8 %, `RemoveServer` + `AddServer` 5 %, HTTP sessions forgotten 7 %, an
+    /// HTTP SSE answer cut 7 % (without HTTP servers, only the stdio faults and the API ones, in
+    /// the same proportions).
     fn pick_kind(&mut self) -> FaultKind {
         let roll = self.rng.random_range(0..100);
         let panic = self.rng.random_range(0..100) < self.panic_percent;
+        if let Some(only) = self.only.as_ref().filter(|o| !o.is_empty()) {
+            return only[roll as usize % only.len()];
+        }
         if panic {
             return FaultKind::ActorPanic;
         }
         if self.http.is_empty() {
-            return match roll * 65 / 100 {
+            return match roll * 68 / 100 {
                 0..22 => FaultKind::Kill9,
                 22..30 => FaultKind::KillInHandshake,
                 30..55 => FaultKind::Stop,
-                _ => FaultKind::Reconnect,
+                55..63 => FaultKind::Reconnect,
+                _ => FaultKind::RemoveAdd,
             };
         }
         match roll {
             0..22 => FaultKind::Kill9,
             22..30 => FaultKind::KillInHandshake,
             30..55 => FaultKind::Stop,
-            55..75 => FaultKind::HttpRestart,
-            75..85 => FaultKind::Reconnect,
-            85..93 => FaultKind::ForgetSessions,
+            55..73 => FaultKind::HttpRestart,
+            73..81 => FaultKind::Reconnect,
+            81..86 => FaultKind::RemoveAdd,
+            86..93 => FaultKind::ForgetSessions,
             _ => FaultKind::DropSse,
         }
     }

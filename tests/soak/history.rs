@@ -160,6 +160,8 @@ pub enum FaultKind {
     /// `Reconnect` sent to the supervisor: a Ready connection is replaced, its calls in flight
     /// settled as after a crash.
     Reconnect,
+    /// `RemoveServer`, then `AddServer` with the same configuration once that has answered.
+    RemoveAdd,
     /// The HTTP server forgets every session (answering 404 or 400 to the old id).
     ForgetSessions,
     /// The HTTP server's next SSE answer ends abruptly after one or two events, without the
@@ -171,6 +173,33 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::Kill9,
+        FaultKind::KillInHandshake,
+        FaultKind::Stop,
+        FaultKind::HttpRestart,
+        FaultKind::Reconnect,
+        FaultKind::RemoveAdd,
+        FaultKind::ForgetSessions,
+        FaultKind::DropSse,
+        FaultKind::ActorPanic,
+    ];
+
+    /// The short name `MCP_SOAK_FAULTS` lists it by.
+    pub fn key(self) -> &'static str {
+        match self {
+            FaultKind::Kill9 => "kill",
+            FaultKind::KillInHandshake => "handshake",
+            FaultKind::Stop => "stop",
+            FaultKind::HttpRestart => "restart",
+            FaultKind::Reconnect => "reconnect",
+            FaultKind::RemoveAdd => "remove",
+            FaultKind::ForgetSessions => "forget",
+            FaultKind::DropSse => "dropsse",
+            FaultKind::ActorPanic => "panic",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Kill9 => "kill -9",
@@ -178,6 +207,7 @@ impl FaultKind {
             FaultKind::Stop => "SIGSTOP/SIGCONT",
             FaultKind::HttpRestart => "http restart",
             FaultKind::Reconnect => "Reconnect",
+            FaultKind::RemoveAdd => "RemoveServer + AddServer",
             FaultKind::ForgetSessions => "http forget sessions",
             FaultKind::DropSse => "http drop sse",
             FaultKind::ActorPanic => "actor panic",
@@ -241,6 +271,8 @@ pub struct Facts {
     pub faults: Vec<FaultRecord>,
     /// Faults chosen but not injected (no process to signal at that moment, ...).
     pub faults_skipped: usize,
+    /// `RemoveServer` / `AddServer` of the injector that did not answer `Ok`.
+    pub api_errors: Vec<String>,
     /// When the last fault was over.
     pub last_fault_end: Duration,
     /// How long after the last fault every server was Ready; `None`: not within the bound.

@@ -21,6 +21,9 @@
 //!   `MCP_SOAK_READY_SECS` (10: the bound on recovery after the last fault).
 //! - `MCP_SOAK_PANICS` (0): the share of faults, in %, that make a server's actor panic
 //!   (`InjectPanic`, a test hook, not an outside fault; off by default).
+//! - `MCP_SOAK_FAULTS` (unset: the usual mix): only these faults, equally often, e.g.
+//!   `kill,stop` — of `kill`, `handshake`, `stop`, `restart`, `reconnect`, `remove`, `forget`,
+//!   `dropsse`, `panic` — to search one family or replay a finding.
 //! - `RUST_LOG` (unset): the supervisor's logs, to stderr.
 //!
 //! The modules: `history` (what is recorded), `callers` (the calls and how their answers are
@@ -66,6 +69,7 @@ struct Knobs {
     fault_gap: Duration,
     ready_bound: Duration,
     panic_percent: u32,
+    only: Option<Vec<FaultKind>>,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -90,6 +94,18 @@ impl Knobs {
             fault_gap: Duration::from_millis(env_u64("MCP_SOAK_FAULT_GAP_MS", 2500).max(101)),
             ready_bound: Duration::from_secs(env_u64("MCP_SOAK_READY_SECS", 10)),
             panic_percent: env_u64("MCP_SOAK_PANICS", 0).min(100) as u32,
+            only: std::env::var("MCP_SOAK_FAULTS").ok().map(|list| {
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|k| !k.is_empty())
+                    .map(|k| {
+                        FaultKind::ALL
+                            .into_iter()
+                            .find(|f| f.key() == k)
+                            .unwrap_or_else(|| panic!("MCP_SOAK_FAULTS: no fault {k:?}"))
+                    })
+                    .collect()
+            }),
         }
     }
 }
@@ -176,11 +192,11 @@ async fn randomized_fault_soak() {
     let (timeline, recipient) = Timeline::start();
     let sup = Supervisor::builder()
         .settings(settings())
-        .servers(configs)
+        .servers(configs.clone())
         .subscriber(recipient)
         .start()
         .expect("a valid configuration");
-    let all_ready = wait_all_ready(&sup, Duration::from_secs(30)).await;
+    let all_ready = wait_all_ready(&sup, Duration::from_secs(30), Duration::ZERO).await;
     assert!(
         all_ready.is_ok(),
         "the servers did not start: {all_ready:?}"
@@ -210,6 +226,10 @@ async fn randomized_fault_soak() {
         sup: sup.clone(),
         stdio: stdio.clone(),
         all: targets.iter().map(|t| t.name.clone()).collect(),
+        configs: configs
+            .iter()
+            .map(|c| (c.name().to_owned(), c.clone()))
+            .collect(),
         dir: dir.path().to_path_buf(),
         http: http.clone(),
         rng: rng(knobs.seed, 0),
@@ -217,6 +237,7 @@ async fn randomized_fault_soak() {
         until,
         gap: Duration::from_millis(100)..knobs.fault_gap,
         panic_percent: knobs.panic_percent,
+        only: knobs.only.clone(),
     };
     let injected = injector.run().await;
 
@@ -224,6 +245,7 @@ async fn randomized_fault_soak() {
     let mut facts = Facts {
         ready_bound: knobs.ready_bound,
         faults_skipped: injected.skipped,
+        api_errors: injected.api_errors.clone(),
         ..Facts::default()
     };
     facts.last_fault_end = injected
@@ -233,13 +255,10 @@ async fn randomized_fault_soak() {
         .max()
         .unwrap_or_default();
     let recovery_from = t0 + facts.last_fault_end;
-    match wait_all_ready(
-        &sup,
-        knobs.ready_bound.saturating_sub(recovery_from.elapsed()),
-    )
-    .await
-    {
-        Ok(()) => facts.all_ready_after = Some(recovery_from.elapsed()),
+    // Ready for good: a server may look Ready for a moment before it notices the last fault.
+    let bound = knobs.ready_bound.saturating_sub(recovery_from.elapsed());
+    match wait_all_ready(&sup, bound, Duration::from_millis(500)).await {
+        Ok(since) => facts.all_ready_after = Some(since.saturating_duration_since(recovery_from)),
         Err(states) => facts.not_ready = states,
     }
     let soak_end = Instant::now();
@@ -325,7 +344,12 @@ async fn randomized_fault_soak() {
             .faults
             .iter()
             .filter(|f| f.target == target.name)
-            .filter(|f| matches!(f.kind, FaultKind::Stop | FaultKind::HttpRestart))
+            .filter(|f| {
+                matches!(
+                    f.kind,
+                    FaultKind::Stop | FaultKind::HttpRestart | FaultKind::RemoveAdd
+                )
+            })
             .map(|f| (f.at, f.end))
             .collect();
         let availability = timeline.availability(&target.name, t0, until, &down);
@@ -383,9 +407,15 @@ async fn randomized_fault_soak() {
     );
 }
 
-/// Waits until every server is Ready, or `limit` passes: then the states of those that are not.
-async fn wait_all_ready(sup: &Addr<Supervisor>, limit: Duration) -> Result<(), Vec<String>> {
+/// Waits until every server has been Ready for `stable`, or `limit` passes: when they all
+/// became Ready, or the states of those that are not.
+async fn wait_all_ready(
+    sup: &Addr<Supervisor>,
+    limit: Duration,
+    stable: Duration,
+) -> Result<Instant, Vec<String>> {
     let deadline = Instant::now() + limit;
+    let mut since: Option<Instant> = None;
     loop {
         let statuses = sup
             .send(GetStatus::all())
@@ -400,10 +430,16 @@ async fn wait_all_ready(sup: &Addr<Supervisor>, limit: Duration) -> Result<(), V
             .filter(|s| !s.state.is_ready() || s.pid.is_some_and(|p| !common::is_running(p)))
             .map(|s| format!("{}: {:?} (pid {:?})", s.name, s.state, s.pid))
             .collect();
+        let now = Instant::now();
         if !statuses.is_empty() && not_ready.is_empty() {
-            return Ok(());
+            let since = *since.get_or_insert(now);
+            if now - since >= stable {
+                return Ok(since);
+            }
+        } else {
+            since = None;
         }
-        if Instant::now() >= deadline {
+        if now >= deadline + stable {
             return Err(not_ready);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
