@@ -2,8 +2,9 @@
 //! of a stdio server's process (pid from `GetStatus`; sometimes again for the process started
 //! in its place, during its handshake), SIGSTOP and a SIGCONT after a random
 //! pause, the HTTP test server stopped and started again on the same port after 0–3 s, a
-//! `Reconnect` of any server, or one of the HTTP test server's fault switches (sessions
-//! forgotten, an SSE answer cut before its response). Pauses and outages run in their own
+//! `Reconnect` or a `RemoveServer` + `AddServer` of any server, or one of the HTTP test
+//! server's fault switches (sessions forgotten, an SSE answer cut before its response, slow
+//! answers for a while). Pauses and outages run in their own
 //! tasks, so faults overlap. Every pid it sees is kept, for
 //! the "no process left" check.
 
@@ -123,6 +124,7 @@ impl Injector {
             let not_found = self.rng.random_bool(0.5);
             let events = self.rng.random_range(1..=2);
             let after_start = Duration::from_millis(self.rng.random_range(0..30));
+            let delay = self.rng.random_range(200..1500);
             let at = Instant::now() - self.t0;
             match kind {
                 FaultKind::Kill9 | FaultKind::Stop => {
@@ -272,6 +274,29 @@ impl Injector {
                         });
                     }));
                 }
+                FaultKind::HttpSlow => {
+                    let slot = self.http[http].clone();
+                    let Some(faults) = slot.borrow().running.as_ref().map(|s| s.faults()) else {
+                        done.borrow_mut().skipped += 1;
+                        continue;
+                    };
+                    faults.delay_ms(delay);
+                    let (done, t0) = (done.clone(), self.t0);
+                    running.push(actix::spawn(async move {
+                        tokio::time::sleep(pause).await;
+                        // (On the instance that was slowed: a restart meanwhile has a new one.)
+                        faults.delay_ms(0);
+                        let target = slot.borrow().name.clone();
+                        done.borrow_mut().faults.push(FaultRecord {
+                            kind,
+                            target,
+                            pid: None,
+                            at,
+                            pause,
+                            end: Instant::now() - t0,
+                        });
+                    }));
+                }
                 FaultKind::ActorPanic => {
                     self.sup.do_send(InjectPanic {
                         server: any.clone(),
@@ -321,10 +346,10 @@ impl Injector {
             .unwrap_or_else(|_| panic!("every fault task has ended"))
     }
 
-    /// kill -9 30 % (8 of them twice, the second in the handshake), SIGSTOP 25 %, HTTP restart
-    /// 18 %, `Reconnect` 8 %, `RemoveServer` + `AddServer` 5 %, HTTP sessions forgotten 7 %, an
-    /// HTTP SSE answer cut 7 % (without HTTP servers, only the stdio faults and the API ones, in
-    /// the same proportions).
+    /// kill -9 28 % (8 of them twice, the second in the handshake), SIGSTOP 22 %, HTTP restart
+    /// 16 %, `Reconnect` 8 %, `RemoveServer` + `AddServer` 5 %, HTTP sessions forgotten 7 %, an
+    /// HTTP SSE answer cut 7 %, slow HTTP answers 7 % (without HTTP servers, only the stdio
+    /// faults and the API ones, in the same proportions).
     fn pick_kind(&mut self) -> FaultKind {
         let roll = self.rng.random_range(0..100);
         let panic = self.rng.random_range(0..100) < self.panic_percent;
@@ -344,14 +369,15 @@ impl Injector {
             };
         }
         match roll {
-            0..22 => FaultKind::Kill9,
-            22..30 => FaultKind::KillInHandshake,
-            30..55 => FaultKind::Stop,
-            55..73 => FaultKind::HttpRestart,
-            73..81 => FaultKind::Reconnect,
-            81..86 => FaultKind::RemoveAdd,
-            86..93 => FaultKind::ForgetSessions,
-            _ => FaultKind::DropSse,
+            0..20 => FaultKind::Kill9,
+            20..28 => FaultKind::KillInHandshake,
+            28..50 => FaultKind::Stop,
+            50..66 => FaultKind::HttpRestart,
+            66..74 => FaultKind::Reconnect,
+            74..79 => FaultKind::RemoveAdd,
+            79..86 => FaultKind::ForgetSessions,
+            86..93 => FaultKind::DropSse,
+            _ => FaultKind::HttpSlow,
         }
     }
 

@@ -167,13 +167,16 @@ pub enum FaultKind {
     /// The HTTP server's next SSE answer ends abruptly after one or two events, without the
     /// response: the client has to resume it with `Last-Event-ID`.
     DropSse,
+    /// The HTTP server delays every answer by 200 ms – 1.5 s for a while (the work is done
+    /// first): timeouts and failed liveness pings on a server that is alive.
+    HttpSlow,
     /// A server's actor panics (`InjectPanic`, not part of the API) and the supervisor starts
     /// a new one. Only with `MCP_SOAK_PANICS=1`.
     ActorPanic,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Kill9,
         FaultKind::KillInHandshake,
         FaultKind::Stop,
@@ -183,6 +186,7 @@ impl FaultKind {
         FaultKind::ForgetSessions,
         FaultKind::DropSse,
         FaultKind::ActorPanic,
+        FaultKind::HttpSlow,
     ];
 
     /// The short name `MCP_SOAK_FAULTS` lists it by.
@@ -197,6 +201,7 @@ impl FaultKind {
             FaultKind::ForgetSessions => "forget",
             FaultKind::DropSse => "dropsse",
             FaultKind::ActorPanic => "panic",
+            FaultKind::HttpSlow => "slow",
         }
     }
 
@@ -210,6 +215,7 @@ impl FaultKind {
             FaultKind::RemoveAdd => "RemoveServer + AddServer",
             FaultKind::ForgetSessions => "http forget sessions",
             FaultKind::DropSse => "http drop sse",
+            FaultKind::HttpSlow => "http slow answers",
             FaultKind::ActorPanic => "actor panic",
         }
     }

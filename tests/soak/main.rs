@@ -21,9 +21,11 @@
 //!   `MCP_SOAK_READY_SECS` (10: the bound on recovery after the last fault).
 //! - `MCP_SOAK_PANICS` (0): the share of faults, in %, that make a server's actor panic
 //!   (`InjectPanic`, a test hook, not an outside fault; off by default).
+//! - `MCP_SOAK_MAX_RECONNECTS` (unset): reconnect attempts per outage before a server is
+//!   `Failed`; with it, the soak checks that Failed servers come back on their own.
 //! - `MCP_SOAK_FAULTS` (unset: the usual mix): only these faults, equally often, e.g.
 //!   `kill,stop` — of `kill`, `handshake`, `stop`, `restart`, `reconnect`, `remove`, `forget`,
-//!   `dropsse`, `panic` — to search one family or replay a finding.
+//!   `dropsse`, `slow`, `panic` — to search one family or replay a finding.
 //! - `RUST_LOG` (unset): the supervisor's logs, to stderr.
 //!
 //! The modules: `history` (what is recorded), `callers` (the calls and how their answers are
@@ -70,6 +72,7 @@ struct Knobs {
     ready_bound: Duration,
     panic_percent: u32,
     only: Option<Vec<FaultKind>>,
+    max_reconnects: Option<u32>,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -94,6 +97,9 @@ impl Knobs {
             fault_gap: Duration::from_millis(env_u64("MCP_SOAK_FAULT_GAP_MS", 2500).max(101)),
             ready_bound: Duration::from_secs(env_u64("MCP_SOAK_READY_SECS", 10)),
             panic_percent: env_u64("MCP_SOAK_PANICS", 0).min(100) as u32,
+            max_reconnects: std::env::var("MCP_SOAK_MAX_RECONNECTS")
+                .ok()
+                .map(|_| env_u64("MCP_SOAK_MAX_RECONNECTS", 0) as u32),
             only: std::env::var("MCP_SOAK_FAULTS").ok().map(|list| {
                 list.split(',')
                     .map(str::trim)
@@ -112,10 +118,12 @@ impl Knobs {
 
 /// The supervisor's settings: the tests' quick ones, with the reconnect backoff capped at 2 s
 /// (instead of 30 s) so that the soak's frequent outages do not leave servers waiting out most
-/// of the run. Everything else is at its default.
-fn settings() -> Settings {
+/// of the run, and `max_reconnect_attempts` from `MCP_SOAK_MAX_RECONNECTS` (unset: never give
+/// up). Everything else is at its default.
+fn settings(knobs: &Knobs) -> Settings {
     let mut s = common::quick_settings();
     s.reconnect_backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    s.max_reconnect_attempts = knobs.max_reconnects;
     s
 }
 
@@ -191,7 +199,7 @@ async fn randomized_fault_soak() {
     }));
     let (timeline, recipient) = Timeline::start();
     let sup = Supervisor::builder()
-        .settings(settings())
+        .settings(settings(&knobs))
         .servers(configs.clone())
         .subscriber(recipient)
         .start()
