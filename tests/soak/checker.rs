@@ -224,8 +224,20 @@ fn check_counters(
     violations: &mut Vec<Violation>,
 ) {
     for server in &facts.servers {
+        // The demo's count file is replaced atomically, after the count and before the
+        // `counter <n>` line: a kill between the two leaves it one ahead of the log, never
+        // behind it. The larger of the two is the number of executions.
+        if let Some(file) = server.counter_file.filter(|f| *f < server.executions) {
+            violations.push(Violation {
+                promise: "the demo server's count survives kill -9 (issue 9, defect 15)",
+                detail: format!(
+                    "{}: count file {file} < {} `counter` lines in its log",
+                    server.name, server.executions
+                ),
+            });
+        }
         let mut book = CounterBook {
-            executions: server.executions,
+            executions: server.executions.max(server.counter_file.unwrap_or(0)),
             ..CounterBook::default()
         };
         for call in calls
@@ -555,6 +567,27 @@ mod tests {
             ]
         );
         assert_eq!(runs(0, 0), ["an ok answer comes from a run of the call"]);
+    }
+
+    #[test]
+    fn a_count_file_behind_the_log_is_reported_and_one_ahead_counts() {
+        let calls = [
+            call(Method::Counter, 0, 100, 5, Outcome::Ok),
+            call(Method::Counter, 0, 100, 150, err("timeout")),
+        ];
+        let mut f = facts(1);
+        f.servers[0].counter_file = Some(2);
+        assert_eq!(promises(&calls, &f), Vec::<&str>::new());
+        f.servers[0].counter_file = Some(3);
+        assert_eq!(
+            promises(&calls, &f),
+            ["no counter call ran twice, nor one answered as not run"]
+        );
+        f.servers[0].counter_file = Some(0);
+        assert_eq!(
+            promises(&calls, &f),
+            ["the demo server's count survives kill -9 (issue 9, defect 15)"]
+        );
     }
 
     #[test]

@@ -247,11 +247,13 @@ pub struct ServerFacts {
     pub name: String,
     pub kind: Kind,
     /// `counter` executions: `counter <n>` lines in the demo server's event log (written
-    /// before the answer, so every acknowledged call has one), or the HTTP test servers'
-    /// executions summed over every instance.
+    /// before the answer, so every acknowledged call has one; the checker takes the count
+    /// file when it is ahead), or the HTTP test servers' executions summed over every
+    /// instance.
     pub executions: u64,
-    /// The demo server's counter file at the end (stdio only): lower than `executions` if a
-    /// kill landed inside its truncate-then-write (issue 9, defect 15).
+    /// The demo server's count file at the end (stdio only): one ahead of `executions` for
+    /// each kill between counting and logging; behind it, if the file lost counts (issue 9,
+    /// defect 15, fixed by writing it atomically).
     pub counter_file: Option<u64>,
     /// How often the server ran `echo` and `slow` (`call <tool>` lines in the demo's log; the
     /// HTTP servers' counts over every instance).
