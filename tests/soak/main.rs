@@ -21,6 +21,8 @@
 //!   `MCP_SOAK_READY_SECS` (10: the bound on recovery after the last fault).
 //! - `MCP_SOAK_PANICS` (0): the share of faults, in %, that make a server's actor panic
 //!   (`InjectPanic`, a test hook, not an outside fault; off by default).
+//! - `MCP_SOAK_BACKOFF_CAP_MS` (2000): the reconnect backoff's cap (the default is 30 s; then
+//!   raise `MCP_SOAK_READY_SECS` too).
 //! - `MCP_SOAK_MAX_RECONNECTS` (unset): reconnect attempts per outage before a server is
 //!   `Failed`; with it, the soak checks that Failed servers come back on their own.
 //! - `MCP_SOAK_FAULTS` (unset: the usual mix): only these faults, equally often, e.g.
@@ -73,6 +75,7 @@ struct Knobs {
     panic_percent: u32,
     only: Option<Vec<FaultKind>>,
     max_reconnects: Option<u32>,
+    backoff_cap: Duration,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -97,6 +100,7 @@ impl Knobs {
             fault_gap: Duration::from_millis(env_u64("MCP_SOAK_FAULT_GAP_MS", 2500).max(101)),
             ready_bound: Duration::from_secs(env_u64("MCP_SOAK_READY_SECS", 10)),
             panic_percent: env_u64("MCP_SOAK_PANICS", 0).min(100) as u32,
+            backoff_cap: Duration::from_millis(env_u64("MCP_SOAK_BACKOFF_CAP_MS", 2000).max(100)),
             max_reconnects: std::env::var("MCP_SOAK_MAX_RECONNECTS")
                 .ok()
                 .map(|_| env_u64("MCP_SOAK_MAX_RECONNECTS", 0) as u32),
@@ -117,12 +121,12 @@ impl Knobs {
 }
 
 /// The supervisor's settings: the tests' quick ones, with the reconnect backoff capped at 2 s
-/// (instead of 30 s) so that the soak's frequent outages do not leave servers waiting out most
-/// of the run, and `max_reconnect_attempts` from `MCP_SOAK_MAX_RECONNECTS` (unset: never give
+/// (instead of 30 s; `MCP_SOAK_BACKOFF_CAP_MS`) so that the soak's frequent outages do not
+/// leave servers waiting out most of the run, and `max_reconnect_attempts` from `MCP_SOAK_MAX_RECONNECTS` (unset: never give
 /// up). Everything else is at its default.
 fn settings(knobs: &Knobs) -> Settings {
     let mut s = common::quick_settings();
-    s.reconnect_backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    s.reconnect_backoff = Backoff::new(Duration::from_millis(100), knobs.backoff_cap);
     s.max_reconnect_attempts = knobs.max_reconnects;
     s
 }
