@@ -41,14 +41,14 @@ mod common;
 mod callers;
 mod checker;
 mod faults;
+mod fleet;
 mod history;
+mod report;
 mod shutdown;
 mod stalls;
 mod timeline;
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr};
@@ -56,8 +56,9 @@ use mcp_supervisor::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use callers::{Ask, Caller, Plan, Target};
-use faults::{HttpSlot, Injector};
+use callers::{Ask, Caller, Plan};
+use faults::Injector;
+use fleet::Fleet;
 use history::*;
 use shutdown::ShutdownPhase;
 use timeline::{Sink, Timeline};
@@ -131,22 +132,6 @@ fn settings(knobs: &Knobs) -> Settings {
     s
 }
 
-/// Servers differ, so that more paths are taken: the first of each transport is `trusted` (its
-/// read-only tools, echo and slow, are re-sent after a broken connection), the third has room
-/// for only 8 calls (`overloaded` beyond), the others are as configured by default.
-fn vary(config: ServerConfig, index: usize) -> ServerConfig {
-    match index % 3 {
-        0 => config.trusted(true),
-        2 => config.max_in_flight(8),
-        _ => config,
-    }
-}
-
-/// Whether [`vary`] makes the `index`-th server of its transport `trusted`.
-fn trusted(index: usize) -> bool {
-    index.is_multiple_of(3)
-}
-
 /// An RNG of its own for each actor of the soak, all derived from the seed.
 fn rng(seed: u64, stream: u64) -> StdRng {
     StdRng::seed_from_u64(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -169,42 +154,12 @@ async fn randomized_fault_soak() {
     }
 
     // The fleet.
-    let dir = common::tempdir();
-    let stdio: Vec<String> = (0..knobs.stdio).map(|i| format!("stdio{i}")).collect();
-    let mut http = Vec::new();
-    for i in 0..knobs.http {
-        http.push(Rc::new(RefCell::new(
-            HttpSlot::start(format!("http{i}")).await,
-        )));
-    }
-    let mut configs: Vec<ServerConfig> = stdio
-        .iter()
-        .enumerate()
-        .map(|(i, name)| vary(common::demo(name, dir.path()), i))
-        .collect();
-    for (i, slot) in http.iter().enumerate() {
-        let slot = slot.borrow();
-        let url = format!("http://127.0.0.1:{}/mcp", slot.port);
-        configs.push(vary(ServerConfig::http(&slot.name, url), i));
-    }
-    let mut targets: Vec<Target> = stdio
-        .iter()
-        .enumerate()
-        .map(|(i, name)| Target {
-            name: name.clone(),
-            kind: Kind::Stdio,
-            trusted: trusted(i),
-        })
-        .collect();
-    targets.extend(http.iter().enumerate().map(|(i, s)| Target {
-        name: s.borrow().name.clone(),
-        kind: Kind::Http,
-        trusted: trusted(i),
-    }));
+    let fleet = Fleet::start(knobs.stdio, knobs.http).await;
+    let targets = fleet.targets.clone();
     let (timeline, recipient) = Timeline::start();
     let sup = Supervisor::builder()
         .settings(settings(&knobs))
-        .servers(configs.clone())
+        .servers(fleet.configs.clone())
         .subscriber(recipient)
         .start()
         .expect("a valid configuration");
@@ -236,14 +191,15 @@ async fn randomized_fault_soak() {
         .collect();
     let injector = Injector {
         sup: sup.clone(),
-        stdio: stdio.clone(),
+        stdio: fleet.stdio.clone(),
         all: targets.iter().map(|t| t.name.clone()).collect(),
-        configs: configs
+        configs: fleet
+            .configs
             .iter()
             .map(|c| (c.name().to_owned(), c.clone()))
             .collect(),
-        dir: dir.path().to_path_buf(),
-        http: http.clone(),
+        dir: fleet.dir.path().to_path_buf(),
+        http: fleet.http.clone(),
         rng: rng(knobs.seed, 0),
         t0,
         until,
@@ -312,7 +268,7 @@ async fn randomized_fault_soak() {
     let ending = ShutdownPhase {
         sup: sup.clone(),
         targets: &targets,
-        dir: dir.path(),
+        dir: fleet.dir.path(),
         rng: rng(knobs.seed, u64::from(u32::MAX)),
         t0,
         progress: progress.clone(),
@@ -323,9 +279,7 @@ async fn randomized_fault_soak() {
     facts.shutdown_took = ending.shutdown_took;
     facts.stopped_at_shutdown = ending.stopped.clone();
     calls.extend(ending.calls);
-    for name in &stdio {
-        pids.extend(faults::started(&dir.path().join(format!("{name}.log"))));
-    }
+    pids.extend(fleet.started_pids());
     facts.pids_seen = pids.len();
     facts.left_running = pids
         .iter()
@@ -336,67 +290,19 @@ async fn randomized_fault_soak() {
     for &pid in &facts.left_running {
         common::kill(pid, nix::sys::signal::Signal::SIGKILL);
     }
-    // (name, counter, echo, slow) runs of each HTTP server, over all its instances.
-    let mut http_runs = Vec::new();
-    for slot in &http {
-        let server = slot.borrow_mut().running.take();
-        if let Some(server) = server {
-            server.stop().await;
-        }
-        let slot = slot.borrow();
-        let runs = [slot.runs("counter"), slot.runs("echo"), slot.runs("slow")];
-        http_runs.push((slot.name.clone(), runs));
-    }
-
     // What the servers counted.
+    fleet.stop_http().await;
     for target in &targets {
         let status = statuses.iter().find(|s| s.name == target.name);
-        // When the server itself could not answer: SIGSTOPped, or (HTTP) not listening.
-        let down: Vec<(Duration, Duration)> = injected
-            .faults
-            .iter()
-            .filter(|f| f.target == target.name)
-            .filter(|f| {
-                matches!(
-                    f.kind,
-                    FaultKind::Stop | FaultKind::HttpRestart | FaultKind::RemoveAdd
-                )
-            })
-            .map(|f| (f.at, f.end))
-            .collect();
-        let availability = timeline.availability(&target.name, t0, until, &down);
-        let ([executions, echo_runs, slow_runs], counter_file) = match target.kind {
-            Kind::Stdio => {
-                let log = common::event_log(dir.path(), &target.name);
-                let count =
-                    |prefix: &str| log.iter().filter(|l| l.starts_with(prefix)).count() as u64;
-                (
-                    [count("counter "), count("call echo"), count("call slow")],
-                    Some(common::counter_file(dir.path(), &target.name)),
-                )
-            }
-            Kind::Http => (
-                http_runs
-                    .iter()
-                    .find(|(n, _)| *n == target.name)
-                    .map_or([0; 3], |(_, runs)| *runs),
-                None,
-            ),
-        };
-        facts.servers.push(ServerFacts {
-            name: target.name.clone(),
-            kind: target.kind,
-            executions,
-            counter_file,
-            echo_runs,
-            slow_runs,
-            ready_fraction: availability.ready,
-            ready_while_up: availability.ready_while_up,
-            outages: availability.outages,
-            reconnects: status.map_or(0, |s| s.counters.reconnects),
-            resent: status.map_or(0, |s| s.counters.calls_resent),
-            unknown_responses: status.map_or(0, |s| s.counters.unknown_responses),
-        });
+        let availability = timeline.availability(
+            &target.name,
+            t0,
+            until,
+            &fleet::down_windows(&injected.faults, &target.name),
+        );
+        facts
+            .servers
+            .push(fleet.counted(target, status, availability));
     }
     facts.faults = injected.faults;
     (facts.loop_stalls, facts.machine_stalls) = monitors.stop();
@@ -407,9 +313,16 @@ async fn randomized_fault_soak() {
 
     calls.sort_by_key(|c| c.start);
     let (violations, figures) = checker::check(&calls, &facts, knobs.slack);
-    print_figures(&knobs, &facts, &figures, soak_end - t0);
-    print_faults(&facts.faults);
-    print_violations(&violations);
+    report::figures(
+        knobs.seed,
+        knobs.secs,
+        knobs.slack,
+        &facts,
+        &figures,
+        soak_end - t0,
+    );
+    report::faults(&facts.faults);
+    report::violations(&violations);
     assert!(
         violations.is_empty(),
         "{} broken promises (seed {}: replay with MCP_SOAK_SEED={})",
@@ -455,176 +368,5 @@ async fn wait_all_ready(
             return Err(not_ready);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn print_figures(knobs: &Knobs, facts: &Facts, figures: &checker::Figures, took: Duration) {
-    let rate = figures.calls as f64 / knobs.secs.max(1) as f64;
-    println!(
-        "soak: seed {}; {} s of calls and faults, {:.1} s in all",
-        knobs.seed,
-        knobs.secs,
-        took.as_secs_f64()
-    );
-    println!("  calls: {} ({rate:.0}/s)", figures.calls);
-    let join = |m: &std::collections::BTreeMap<&str, usize>| {
-        m.iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    println!("    by method: {}", join(&figures.by_method));
-    println!(
-        "    by server: {}",
-        figures
-            .by_server
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    println!("  outcomes: {}", join(&figures.outcomes));
-    for method in Method::ALL {
-        let line: Vec<String> = figures
-            .outcomes_by_method
-            .iter()
-            .filter(|((m, _), _)| *m == method.name())
-            .map(|((_, o), n)| format!("{o} {n}"))
-            .collect();
-        println!("    {}: {}", method.name(), line.join(", "));
-    }
-    println!(
-        "  faults: {} ({} skipped: no process at that moment, or already stopped/down)",
-        join(&figures.faults),
-        facts.faults_skipped
-    );
-    println!(
-        "  lateness after the bound: max {:.1} ms (slack {} ms), p99 of timeouts {:.1} ms",
-        figures.max_lateness_ms,
-        knobs.slack.as_millis(),
-        figures.p99_timeout_lateness_ms
-    );
-    if let Some(call) = &figures.max_lateness_call {
-        println!("    latest: {call}");
-    }
-    println!("  counter: executions vs acknowledged (ok) vs in doubt (timeout, outcome_unknown) vs answered as not run:");
-    for server in &facts.servers {
-        let book = figures
-            .counters
-            .get(&server.name)
-            .cloned()
-            .unwrap_or_default();
-        let file = server
-            .counter_file
-            .map(|f| format!(", counter file {f}"))
-            .unwrap_or_default();
-        println!(
-            "    {}: {} executions, {} ok, {} in doubt, {} not run{file}",
-            server.name, book.executions, book.acknowledged, book.in_doubt, book.not_run
-        );
-    }
-    println!("  echo and slow: runs on the server vs ok answers vs most sends the calls' policies allow:");
-    for ((server, tool), (runs, ok, most)) in &figures.runs {
-        println!("    {server} {tool}: {runs} runs, {ok} ok, at most {most}");
-    }
-    println!("  servers (Ready share of the soak and of the time the server could answer, outages, supervisor's reconnects / re-sent calls / unknown responses):");
-    for s in &facts.servers {
-        println!(
-            "    {} ({:?}): {:.1} % Ready ({:.1} % while up), {} outages, {} reconnects, {} re-sent, {} unknown responses",
-            s.name,
-            s.kind,
-            s.ready_fraction * 100.0,
-            s.ready_while_up * 100.0,
-            s.outages,
-            s.reconnects,
-            s.resent,
-            s.unknown_responses
-        );
-    }
-    let worst = |stalls: &[stalls::Stall]| {
-        stalls
-            .iter()
-            .map(|s| s.len)
-            .max()
-            .unwrap_or_default()
-            .as_millis()
-    };
-    println!(
-        "  stalls over 40 ms: actix thread {} (worst {} ms), whole process {} (worst {} ms); {} late answers excused by the latter; load {}",
-        facts.loop_stalls.len(),
-        worst(&facts.loop_stalls),
-        facts.machine_stalls.len(),
-        worst(&facts.machine_stalls),
-        figures.late_excused,
-        facts.load
-    );
-    match facts.all_ready_after {
-        Some(t) => println!(
-            "  all Ready {:.0} ms after the last fault (bound {:?})",
-            t.as_secs_f64() * 1e3,
-            facts.ready_bound
-        ),
-        None => println!(
-            "  NOT all Ready {:?} after the last fault: {}",
-            facts.ready_bound,
-            facts.not_ready.join(", ")
-        ),
-    }
-    println!(
-        "  calls in flight at Shutdown: {}; made after it: {}",
-        join(&figures.at_shutdown),
-        join(&figures.after_shutdown)
-    );
-    match facts.shutdown_took {
-        Some(t) => println!(
-            "  Shutdown (with calls in flight, {} SIGSTOPped) answered in {:.0} ms; {} server processes seen, {} left running",
-            facts.stopped_at_shutdown.as_ref().map_or("none", |(name, _)| name.as_str()),
-            t.as_secs_f64() * 1e3,
-            facts.pids_seen,
-            facts.left_running.len()
-        ),
-        None => println!(
-            "  Shutdown did NOT answer within {:?}",
-            facts.shutdown_bound
-        ),
-    }
-}
-
-fn print_violations(violations: &[checker::Violation]) {
-    if violations.is_empty() {
-        println!("  no broken promise");
-        return;
-    }
-    let mut by_promise: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for v in violations {
-        by_promise.entry(v.promise).or_default().push(&v.detail);
-    }
-    println!("  BROKEN PROMISES: {}", violations.len());
-    for (promise, details) in by_promise {
-        println!("    {promise}: {} times", details.len());
-        for d in details.iter().take(10) {
-            println!("      {d}");
-        }
-        if details.len() > 10 {
-            println!("      … and {} more", details.len() - 10);
-        }
-    }
-}
-
-/// Every fault in the order it began, to read a violation against.
-fn print_faults(faults: &[FaultRecord]) {
-    let mut faults: Vec<&FaultRecord> = faults.iter().collect();
-    faults.sort_by_key(|f| f.at);
-    println!("  faults, in order:");
-    for f in faults {
-        println!(
-            "    {:>8.3}s .. {:>8.3}s {} {} pid {:?} pause {} ms",
-            f.at.as_secs_f64(),
-            f.end.as_secs_f64(),
-            f.kind.name(),
-            f.target,
-            f.pid,
-            f.pause.as_millis()
-        );
     }
 }
