@@ -17,4 +17,5 @@ mod revival;
 mod server_requests;
 mod server_text;
 mod settings;
+mod soak_findings;
 mod stdio_process;
