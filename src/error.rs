@@ -110,12 +110,13 @@ pub enum Error {
         message: String,
     },
 
-    /// The server answered with a protocol version this client does not speak.
-    #[error("server `{server}` answered initialize with protocol version `{version}`, which this client does not support (supported: {supported})")]
+    /// The server speaks no protocol version this client does: it answered `initialize` with
+    /// another, or named only others (`-32022`, `server/discover`). Not retried.
+    #[error("server `{server}` speaks protocol version `{version}`, which this client does not (it speaks {supported})")]
     UnsupportedProtocolVersion {
         /// Server name.
         server: String,
-        /// The version the server answered with, escaped and bounded.
+        /// The version the server answered with, or the versions it named, escaped and bounded.
         version: String,
         /// The versions we accept, comma separated.
         supported: String,

@@ -4,7 +4,7 @@
 //!
 //! It is its own room because it is the heart of "every call gets exactly one answer" and can
 //! be tested on its own: a plain struct with no actix context. The actor passes in what it
-//! knows (the connection's [`Outbound`], its [`Situation`], the time) and does what a method
+//! knows (the connection's [`Wire`], its [`Situation`], the time) and does what a method
 //! returns it must do next (e.g. [`AfterExpire::CheckLiveness`]).
 
 use std::collections::{HashMap, VecDeque};
@@ -12,18 +12,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::actor::calls::{CallEntry, Receipt};
 use crate::actor::messages::Call;
 use crate::actor::status::Counters;
+use crate::actor::wire::Wire;
 use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
 use crate::policy::state::{ConnectionMachine, ServerState};
-use crate::protocol::jsonrpc::{self, Id, RequestIds, RpcError};
+use crate::protocol::jsonrpc::{Id, RequestIds, RpcError};
 use crate::protocol::text::server_text;
-use crate::transport::Outbound;
 
 /// What the actor knows of its server right now: whether calls may be written, and what the
 /// errors of calls that cannot be say about why.
@@ -64,8 +64,13 @@ pub(crate) struct CallTable {
     max_in_flight: usize,
     /// Whether the server's tool annotations may be believed (see [`after_disconnect`]).
     trusted: bool,
+    /// Every call, by its key: the id of its first request, which its caller's receipt and its
+    /// progress token carry for the call's whole life.
     calls: HashMap<u64, CallEntry>,
-    /// Calls not yet written, oldest first (ids of calls since answered are skipped).
+    /// The written calls by the id of their latest request (which differs from the key once a
+    /// call was written again): what answers and transport events name.
+    by_wire: HashMap<u64, u64>,
+    /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
     /// Shared with the handshake of every connection (see [`RequestIds`]).
     ids: RequestIds,
@@ -83,6 +88,7 @@ impl CallTable {
             max_in_flight: settings.max_in_flight,
             trusted: settings.trusted,
             calls: HashMap::new(),
+            by_wire: HashMap::new(),
             waiting: VecDeque::new(),
             ids,
             counters: Counters::default(),
@@ -106,7 +112,7 @@ impl CallTable {
         &mut self,
         call: Call,
         situation: &Situation,
-        outbound: Option<&Outbound>,
+        wire: Option<&Wire>,
         now: Instant,
     ) -> Result<Receipt, Error> {
         if call.server != *self.server {
@@ -142,38 +148,66 @@ impl CallTable {
         let (entry, receipt) = CallEntry::open(&self.server, id, call, self.call_timeout, now);
         self.calls.insert(id, entry);
         if situation.state.is_ready() && self.waiting.is_empty() {
-            self.write(id, outbound);
+            self.write(id, wire);
         } else {
             self.waiting.push_back(id);
-            self.flush(situation, outbound);
+            self.flush(situation, wire);
         }
         Ok(receipt)
     }
 
-    fn write(&mut self, id: u64, outbound: Option<&Outbound>) {
-        let (Some(outbound), Some(entry)) = (outbound, self.calls.get_mut(&id)) else {
+    fn write(&mut self, key: u64, wire: Option<&Wire>) {
+        let (Some(wire), Some(entry)) = (wire, self.calls.get_mut(&key)) else {
             return;
         };
+        if !entry.fresh {
+            self.by_wire.remove(&entry.wire_id);
+            entry.wire_id = self.ids.next();
+        }
+        entry.fresh = false;
         entry.sent = true;
         entry.sends += 1;
         if entry.sends > 1 {
             self.counters.calls_resent += 1;
         }
-        outbound.send(jsonrpc::request_line(
-            id,
-            &entry.method,
-            entry.params.as_ref(),
-        ));
+        self.by_wire.insert(entry.wire_id, key);
+        wire.request(entry.wire_id, &entry.method, entry.params.as_ref());
+    }
+
+    /// Takes call `key` out of the table, with its request id.
+    fn remove(&mut self, key: u64) -> Option<CallEntry> {
+        let entry = self.calls.remove(&key)?;
+        if entry.sent {
+            self.by_wire.remove(&entry.wire_id);
+        }
+        Some(entry)
+    }
+
+    /// The call that request `wire_id` belongs to, if it is written and unanswered.
+    fn written(&self, wire_id: u64) -> Option<u64> {
+        let key = *self.by_wire.get(&wire_id)?;
+        self.calls.get(&key).filter(|c| c.sent)?;
+        Some(key)
+    }
+
+    /// Call `key` is no longer written on the current connection.
+    fn mark_unsent(&mut self, key: u64) {
+        if let Some(entry) = self.calls.get_mut(&key) {
+            if entry.sent {
+                self.by_wire.remove(&entry.wire_id);
+            }
+            entry.sent = false;
+        }
     }
 
     /// Writes the waiting calls, oldest first, if the server is Ready on a connection.
-    pub fn flush(&mut self, situation: &Situation, outbound: Option<&Outbound>) {
-        if !situation.state.is_ready() || outbound.is_none() {
+    pub fn flush(&mut self, situation: &Situation, wire: Option<&Wire>) {
+        if !situation.state.is_ready() || wire.is_none() {
             return;
         }
         while let Some(id) = self.waiting.pop_front() {
             if self.calls.get(&id).is_some_and(|c| !c.sent) {
-                self.write(id, outbound);
+                self.write(id, wire);
             }
         }
     }
@@ -195,7 +229,7 @@ impl CallTable {
     pub fn fail_all_stopped(&mut self, situation: &Situation) {
         let ids: Vec<u64> = self.calls.keys().copied().collect();
         for id in ids {
-            if let Some(entry) = self.calls.remove(&id) {
+            if let Some(entry) = self.remove(id) {
                 let error = self.unanswered_error(&entry, "the server was stopped", situation);
                 entry.answer(Err(error));
             }
@@ -243,16 +277,11 @@ impl CallTable {
         }
     }
 
-    /// Whether call `id` is written on the current connection and not answered yet.
-    fn is_written(&self, id: u64) -> bool {
-        self.calls.get(&id).is_some_and(|c| c.sent)
-    }
-
     /// The server answered request `id` with `result`.
     pub fn on_response(&mut self, id: &Id, result: Value) {
-        match id.as_ours() {
-            Some(our) if self.is_written(our) => self.finish(our, Ok(result)),
-            _ => {
+        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
+            Some(key) => self.finish(key, Ok(result)),
+            None => {
                 self.counters.unknown_responses += 1;
                 tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
             }
@@ -261,31 +290,31 @@ impl CallTable {
 
     /// The server answered request `id` with a JSON-RPC error.
     pub fn on_error_response(&mut self, id: &Id, error: RpcError) {
-        match id.as_ours() {
-            Some(our) if self.is_written(our) => {
+        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
+            Some(key) => {
                 let method = self
                     .calls
-                    .get(&our)
+                    .get(&key)
                     .map(|c| c.method.clone())
                     .unwrap_or_default();
-                self.finish(our, Err(Error::rpc(&self.server, &method, error)));
+                self.finish(key, Err(Error::rpc(&self.server, &method, error)));
             }
-            _ => {
+            None => {
                 self.counters.unknown_responses += 1;
                 tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "error response to no call in flight; ignored");
             }
         }
     }
 
-    /// The transport could not deliver written call `id` and reports why.
-    pub fn fail_written(&mut self, id: u64, error: Error) {
-        if self.is_written(id) {
-            self.finish(id, Err(error));
+    /// The transport could not deliver written request `wire_id` and reports why.
+    pub fn fail_written(&mut self, wire_id: u64, error: Error) {
+        if let Some(key) = self.written(wire_id) {
+            self.finish(key, Err(error));
         }
     }
 
     fn finish(&mut self, id: u64, outcome: Result<Value, Error>) {
-        let Some(entry) = self.calls.remove(&id) else {
+        let Some(entry) = self.remove(id) else {
             self.counters.unknown_responses += 1;
             tracing::debug!(server = %self.server, id, "response to no call in flight; ignored");
             return;
@@ -312,15 +341,10 @@ impl CallTable {
     }
 
     /// Call `id`'s deadline passed: its caller is answered now. A written call is also
-    /// cancelled on the server (through `outbound`, if the connection is still there), and the
+    /// cancelled on the server (through `wire`, if the connection is still there), and the
     /// actor is told to check the connection.
-    pub fn expire(
-        &mut self,
-        id: u64,
-        situation: &Situation,
-        outbound: Option<&Outbound>,
-    ) -> AfterExpire {
-        let Some(entry) = self.calls.remove(&id) else {
+    pub fn expire(&mut self, id: u64, situation: &Situation, wire: Option<&Wire>) -> AfterExpire {
+        let Some(entry) = self.remove(id) else {
             return AfterExpire::Nothing;
         };
         if !entry.sent {
@@ -335,6 +359,7 @@ impl CallTable {
             return AfterExpire::Nothing;
         }
         self.counters.calls_timed_out += 1;
+        let wire_id = entry.wire_id;
         let method = entry.method.clone();
         let timeout = entry.timeout;
         entry.answer(Err(Error::Timeout {
@@ -343,13 +368,8 @@ impl CallTable {
             timeout,
         }));
         tracing::warn!(server = %self.server, method = %method, id, "call timed out; cancelling it on the server");
-        if let Some(outbound) = outbound {
-            let params = json!({ "requestId": id, "reason": "timed out" });
-            outbound.send(jsonrpc::notification_line(
-                "notifications/cancelled",
-                Some(&params),
-            ));
-            outbound.abandon(id);
+        if let Some(wire) = wire {
+            wire.cancel(wire_id, "timed out");
             self.counters.cancellations_sent += 1;
         }
         AfterExpire::CheckLiveness
@@ -363,8 +383,8 @@ impl CallTable {
         let mut in_flight: Vec<u64> = self
             .calls
             .iter()
-            .filter(|(id, c)| c.sent && only.is_none_or(|ids| ids.contains(id)))
-            .map(|(id, _)| *id)
+            .filter(|(_, c)| c.sent && only.is_none_or(|ids| ids.contains(&c.wire_id)))
+            .map(|(key, _)| *key)
             .collect();
         in_flight.sort_unstable();
         let mut resend = Vec::new();
@@ -379,11 +399,11 @@ impl CallTable {
             let verdict =
                 after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
             if verdict == AfterDisconnect::Resend {
-                entry.sent = false;
+                self.mark_unsent(id);
                 resend.push(id);
                 continue;
             }
-            let Some(entry) = self.calls.remove(&id) else {
+            let Some(entry) = self.remove(id) else {
                 continue;
             };
             let server = self.server.to_string();
@@ -413,15 +433,18 @@ impl CallTable {
         }
     }
 
-    /// Calls the server never processed: they count as never written, and go first once a
-    /// connection is Ready again.
-    pub fn unsend(&mut self, ids: &[u64]) {
-        for id in ids.iter().rev() {
-            if let Some(entry) = self.calls.get_mut(id).filter(|c| c.sent) {
-                entry.sent = false;
+    /// Requests the server never processed (by request id): their calls count as never
+    /// written, and go first once a connection is Ready again.
+    pub fn unsend(&mut self, wire_ids: &[u64]) {
+        for wire_id in wire_ids.iter().rev() {
+            let Some(key) = self.written(*wire_id) else {
+                continue;
+            };
+            self.mark_unsent(key);
+            if let Some(entry) = self.calls.get_mut(&key) {
                 entry.sends -= 1;
-                self.waiting.push_front(*id);
             }
+            self.waiting.push_front(key);
         }
     }
 }
@@ -440,6 +463,7 @@ fn tool_hints(tools: &[Tool], name: &str) -> Option<ToolHints> {
 mod tests {
     use std::time::Duration;
 
+    use serde_json::json;
     use tokio::sync::mpsc;
 
     use super::*;
@@ -465,9 +489,9 @@ mod tests {
     };
 
     /// A connection whose written messages the test reads back.
-    fn wire() -> (Outbound, mpsc::UnboundedReceiver<Outgoing>) {
+    fn wire() -> (Wire, mpsc::UnboundedReceiver<Outgoing>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Outbound(tx), rx)
+        (Wire::legacy(crate::transport::Outbound(tx)), rx)
     }
 
     /// What was written, as `(method, id)` of each line; `("abandon", id)` for an abandon.
@@ -475,7 +499,7 @@ mod tests {
         let mut out = Vec::new();
         while let Ok(item) = rx.try_recv() {
             out.push(match item {
-                Outgoing::Line(line) => {
+                Outgoing::Line(line) | Outgoing::Modern { line, .. } => {
                     let v: Value = serde_json::from_slice(&line).unwrap();
                     let id = v.get("id").cloned().unwrap_or(Value::Null);
                     (v["method"].as_str().unwrap().to_owned(), id)
@@ -593,15 +617,24 @@ mod tests {
         assert_eq!(calls.counters().calls_failed, 1);
         assert_eq!(calls.len(), 1);
 
-        // The next connection: the safe call is written again, and counted as re-sent.
+        // The next connection: the safe call is written again, under a new id (an answer can
+        // only match the request it answers), and counted as re-sent.
         let (out, mut rx) = wire();
         calls.flush(&at(&ready), Some(&out));
-        assert_eq!(
-            written(&mut rx),
-            [("tools/list".to_owned(), json!(list.id))]
+        let resent = written(&mut rx);
+        assert_eq!(resent.len(), 1);
+        assert_eq!(resent[0].0, "tools/list");
+        assert_ne!(
+            resent[0].1,
+            json!(list.id),
+            "a re-sent request takes a new id"
         );
         assert_eq!(calls.counters().calls_resent, 1);
-        calls.on_response(&Id::Number(list.id as i64), json!({ "tools": [] }));
+        // A late answer to the first request reaches nobody; the new one's answers the call.
+        calls.on_response(&Id::Number(list.id as i64), json!({ "tools": ["late"] }));
+        assert!(answer(&mut list).is_none());
+        let new_id = resent[0].1.as_i64().unwrap();
+        calls.on_response(&Id::Number(new_id), json!({ "tools": [] }));
         assert_eq!(answer(&mut list).unwrap().unwrap(), json!({ "tools": [] }));
         assert_eq!(calls.counters().calls_ok, 1);
         assert_eq!(calls.len(), 0);
@@ -741,8 +774,13 @@ mod tests {
 
         calls.unsend(&[a.id, b.id]);
         calls.flush(&at(&ready), Some(&out));
-        let ids: Vec<Value> = written(&mut rx).into_iter().map(|(_, id)| id).collect();
-        assert_eq!(ids, [json!(a.id), json!(b.id), json!(c.id)]);
+        let sent: Vec<(String, Value)> = written(&mut rx);
+        let tools: Vec<&str> = sent.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(tools, ["tools/call"; 3]);
+        // In order, a and b under new ids (they go out again), c under its first.
+        let ids: Vec<i64> = sent.iter().map(|(_, id)| id.as_i64().unwrap()).collect();
+        assert!(ids[0] > c.id as i64 && ids[1] > ids[0], "{ids:?}");
+        assert_eq!(ids[2], c.id as i64);
         assert_eq!(calls.counters().calls_resent, 0);
     }
 

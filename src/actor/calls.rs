@@ -39,6 +39,12 @@ pub(crate) struct CallEntry {
     pub retry: RetryPolicy,
     /// Times written to a connection (at most 2: the first send and one re-send).
     pub sends: u32,
+    /// The request id of its latest write. A call written again (re-sent after a lost
+    /// connection, or a round of a multi-round-trip request) goes out under a new id, so that
+    /// an answer can only ever match the one request it answers.
+    pub wire_id: u64,
+    /// Not written yet under `wire_id`.
+    pub fresh: bool,
     /// Written on the current connection and not answered yet.
     pub sent: bool,
     /// For `tools/call`: the tool's name, to look up its annotations.
@@ -115,6 +121,8 @@ impl CallEntry {
             timeout,
             retry: call.options.retry,
             sends: 0,
+            wire_id: id,
+            fresh: true,
             sent: false,
             tool,
             progress,

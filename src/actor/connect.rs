@@ -1,29 +1,40 @@
-//! One connection attempt, start to finish: spawn the transport, run the handshake, fetch the
-//! tool list, re-send the application's subscriptions. It runs as one future the actor spawns,
-//! and hands over a connection only once it is ready for calls; if it fails, or is dropped
-//! (timeout, shutdown), the half-made connection is killed with it.
+//! One connection attempt, start to finish: spawn the transport, agree on a protocol era and
+//! version (see [`opening`]), fetch the tool list, re-send the application's subscriptions. It
+//! runs as one future the actor spawns, and hands over a connection only once it is ready for
+//! calls; if it fails, or is dropped (timeout, shutdown), the half-made connection is killed
+//! with it.
 
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use rmcp::model::{InitializeResult, Tool};
+use rmcp::model::Tool;
 use serde_json::{json, Value};
 
 use crate::actor::server_requests::ServerRequests;
+use crate::actor::wire::Wire;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
+use crate::protocol::era::Era;
+use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
+use crate::protocol::lifecycle::Negotiated;
+use crate::protocol::pagination;
 use crate::protocol::text::server_text;
-use crate::protocol::{lifecycle, pagination};
-use crate::transport::{http, stdio, Connection, Reaping, SkipCounters, TransportEvent};
+use crate::transport::{http, stdio, Closer, Connection, Reaping, SkipCounters, TransportEvent};
+
+mod opening;
 
 /// Notifications kept from the handshake for the actor; more are dropped (and logged).
 const MAX_HANDSHAKE_NOTIFICATIONS: usize = 256;
 
-/// A connection ready for calls, with what the handshake learned.
+/// A connection ready for calls, with what the opening learned.
 pub(crate) struct Established {
-    pub connection: Connection,
-    pub init: InitializeResult,
+    pub wire: Wire,
+    pub events: futures_util::stream::LocalBoxStream<'static, TransportEvent>,
+    pub closer: Closer,
+    pub negotiated: Negotiated,
+    /// Why this attempt spoke another era than it tried first (the server changed), for
+    /// `last_error` and the status message.
+    pub era_note: Option<String>,
     pub tools: Vec<Tool>,
     /// Notifications that arrived during the handshake (a `tools/list_changed`, a
     /// `resources/updated` right after a re-subscribe), for the actor to handle once Ready.
@@ -47,10 +58,30 @@ pub(crate) struct Attempt {
     pub ids: RequestIds,
     /// The actor's count of its processes not gone yet (see [`Reaping`]).
     pub reaping: Reaping,
+    /// The era the last connection spoke (or an earlier attempt learned), tried first.
+    pub remembered: Option<Era>,
+    /// Where this attempt leaves what it learned of the server's era, also when it fails.
+    pub learned: EraMemory,
+}
+
+/// What the connection attempts of one server learned of its era, for the next one: shared
+/// between the actor and its attempt, which may fail after learning something (a stdio server
+/// that exits on `server/discover` is spoken to with the handshake next time).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EraMemory(Arc<std::sync::Mutex<Option<Era>>>);
+
+impl EraMemory {
+    pub fn set(&self, era: Era) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(era);
+    }
+
+    pub fn get(&self) -> Option<Era> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Attempt {
-    /// Connects and initializes, within the configured connect timeout.
+    /// Connects and opens the connection, within the configured connect timeout.
     pub async fn run(self) -> Result<Established, Error> {
         let limit = self.settings.connect_timeout;
         let server = self.server.clone();
@@ -58,79 +89,66 @@ impl Attempt {
             Ok(result) => result,
             Err(_) => Err(Error::connection(
                 &server,
-                format!("no answer to initialize within {limit:?}"),
+                format!(
+                    "no answer to the opening (initialize or server/discover) within {limit:?}"
+                ),
             )),
         }
     }
 
-    async fn establish(self) -> Result<Established, Error> {
-        let connection = match &self.transport {
+    /// Starts the transport: spawns the process, or prepares the HTTP client.
+    fn open_transport(&self) -> Result<Connection, Error> {
+        match &self.transport {
             Transport::Stdio(config) => stdio::spawn(
                 &self.server,
                 config,
                 &self.settings,
                 self.skips.clone(),
                 &self.reaping,
-            )?,
+            ),
             Transport::Http(config) => {
-                http::connect(&self.server, config, &self.settings, self.skips.clone())?
+                http::connect(&self.server, config, &self.settings, self.skips.clone())
             }
-        };
+        }
+    }
+
+    fn is_http(&self) -> bool {
+        matches!(self.transport, Transport::Http(_))
+    }
+
+    async fn establish(self) -> Result<Established, Error> {
+        let connection = self.open_transport()?;
         let mut session = Handshake {
+            wire: Wire::legacy(connection.outbound.clone()),
             attempt: &self,
             connection,
             notifications: Vec::new(),
         };
-        let params = lifecycle::initialize_params(&self.client_capabilities);
-        let result = session.request("initialize", Some(params)).await?;
-        let init = lifecycle::accept_initialize_result(&self.server, result)?;
-        session.connection.outbound.send(jsonrpc::notification_line(
-            "notifications/initialized",
-            None,
-        ));
-        session
-            .connection
-            .closer
-            .initialized(&init.protocol_version.to_string());
+        let (negotiated, era_note) = session.open().await?;
 
-        let tools = if init.capabilities.tools.is_some() {
-            session.list_tools().await?
+        let tools = if negotiated.capabilities.tools.is_some() {
+            let tools = session.list_tools().await?;
+            session.wire.accept_tools(&self.server, tools)
         } else {
             Vec::new()
         };
-        let can_subscribe = init
-            .capabilities
-            .resources
-            .as_ref()
-            .and_then(|r| r.subscribe)
-            .unwrap_or(false);
-        for uri in &self.subscriptions {
-            if !can_subscribe {
-                tracing::warn!(server = %self.server, uri = %uri, "server does not support resource subscriptions; not re-sent");
-                break;
-            }
-            if let Err(e) = session
-                .request("resources/subscribe", Some(json!({ "uri": uri })))
-                .await
-            {
-                if e.kind() == crate::ErrorKind::Rpc {
-                    tracing::warn!(server = %self.server, uri = %uri, error = %e, "re-subscribing failed");
-                } else {
-                    return Err(e);
-                }
-            }
-        }
-        tracing::debug!(server = %self.server, version = %init.protocol_version, tools = tools.len(), "initialized");
+        let subscribed = session.resubscribe(&negotiated).await?;
+        tracing::debug!(server = %self.server, era = %negotiated.era, version = %negotiated.version, tools = tools.len(), "connected");
+        let Handshake {
+            wire,
+            connection,
+            notifications,
+            ..
+        } = session;
         Ok(Established {
-            connection: session.connection,
-            init,
+            wire,
+            events: connection.events,
+            closer: connection.closer,
+            negotiated,
+            era_note,
             tools,
-            notifications: session.notifications,
-            subscribed: if can_subscribe {
-                self.subscriptions.clone()
-            } else {
-                Vec::new()
-            },
+            notifications,
+            subscribed,
         })
     }
 }
@@ -140,6 +158,8 @@ impl Attempt {
 struct Handshake<'a> {
     attempt: &'a Attempt,
     connection: Connection,
+    /// How requests are shaped: the legacy way until the opening settles on the modern era.
+    wire: Wire,
     notifications: Vec<(String, Option<Value>)>,
 }
 
@@ -147,9 +167,7 @@ impl Handshake<'_> {
     async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         let id = self.attempt.ids.next();
         let server = &self.attempt.server;
-        self.connection
-            .outbound
-            .send(jsonrpc::request_line(id, method, params.as_ref()));
+        self.wire.request(id, method, params.as_ref());
         while let Some(event) = self.connection.events.next().await {
             match event {
                 TransportEvent::Closed(e) => return Err(e),
@@ -167,7 +185,7 @@ impl Handshake<'_> {
                     if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
                         self.notifications.push((method, params));
                     } else {
-                        tracing::debug!(server = %server, method = ?method, "notification during the handshake dropped: too many");
+                        tracing::debug!(server = %server, method = %server_text(&method), "notification during the handshake dropped: too many");
                     }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
@@ -205,5 +223,43 @@ impl Handshake<'_> {
             tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
         }
         Ok(listed.items)
+    }
+
+    /// Re-sends the application's resource subscriptions (session era), and returns those that
+    /// were sent.
+    async fn resubscribe(&mut self, negotiated: &Negotiated) -> Result<Vec<String>, Error> {
+        let server = self.attempt.server.clone();
+        let subscriptions = &self.attempt.subscriptions;
+        if subscriptions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let can_subscribe = negotiated
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
+        if !can_subscribe {
+            tracing::warn!(server = %server, "server does not support resource subscriptions; not re-sent");
+            return Ok(Vec::new());
+        }
+        if negotiated.era == Era::Modern {
+            // The modern era subscribes through `subscriptions/listen`, which the actor opens
+            // once the connection is Ready.
+            return Ok(Vec::new());
+        }
+        for uri in subscriptions {
+            if let Err(e) = self
+                .request("resources/subscribe", Some(json!({ "uri": uri })))
+                .await
+            {
+                if e.kind() == crate::ErrorKind::Rpc {
+                    tracing::warn!(server = %server, uri = %server_text(uri), error = %e, "re-subscribing failed");
+                } else {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(subscriptions.clone())
     }
 }

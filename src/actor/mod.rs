@@ -11,3 +11,4 @@ pub mod server;
 pub(crate) mod server_requests;
 pub mod status;
 pub mod supervisor;
+pub(crate) mod wire;

@@ -17,21 +17,23 @@ use std::time::Instant;
 use actix::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use rmcp::model::{InitializeResult, Tool};
+use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
 use crate::actor::call_table::{CallTable, Situation};
 use crate::actor::calls::Waiter;
-use crate::actor::connect::{Attempt, Established};
+use crate::actor::connect::{Attempt, EraMemory, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
 use crate::actor::server_requests::ServerRequests;
+use crate::actor::wire::Wire;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
 use crate::protocol::jsonrpc::RequestIds;
-use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
+use crate::protocol::lifecycle::Negotiated;
+use crate::transport::{Closer, Reaping, SkipCounters, TransportEvent};
 
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
@@ -46,7 +48,7 @@ mod tools;
 struct Live {
     /// Which connection attempt made it; events of older ones are ignored.
     seq: u64,
-    outbound: Outbound,
+    wire: Wire,
     closer: Closer,
     stream: SpawnHandle,
 }
@@ -83,7 +85,11 @@ pub struct ServerActor {
     ids: RequestIds,
     /// The processes this actor started that are not gone yet; `Shutdown` waits for them.
     reaping: Reaping,
-    init: Option<InitializeResult>,
+    /// What the last opening agreed on (era, version, the server's capabilities), kept while
+    /// the server is down.
+    negotiated: Option<Negotiated>,
+    /// The era to try first next time, as the attempts found it.
+    era_memory: EraMemory,
     tools: Vec<Tool>,
     subscriptions: BTreeSet<String>,
     /// Successful reconnects after a Ready connection broke.
@@ -128,7 +134,8 @@ impl ServerActor {
             live: None,
             attempt_seq: 0,
             attempt: None,
-            init: None,
+            negotiated: None,
+            era_memory: EraMemory::default(),
             tools: Vec::new(),
             subscriptions: BTreeSet::new(),
             reconnects: 0,
@@ -201,6 +208,8 @@ impl ServerActor {
             skips: self.skips.clone(),
             ids: self.ids.clone(),
             reaping: self.reaping.clone(),
+            remembered: self.era_memory.get(),
+            learned: self.era_memory.clone(),
         };
         tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
         // An actor started on its own has not been through the supervisor's checks: invalid
@@ -230,26 +239,33 @@ impl ServerActor {
         match result {
             Ok(established) => {
                 let Established {
-                    connection,
-                    init,
+                    wire,
+                    events,
+                    closer,
+                    negotiated,
+                    era_note,
                     tools,
                     notifications,
                     subscribed,
                 } = established;
-                let stream = ctx
-                    .add_stream(futures_util::StreamExt::map(connection.events, move |e| {
-                        FromServer(seq, e)
-                    }));
+                let stream = ctx.add_stream(futures_util::StreamExt::map(events, move |e| {
+                    FromServer(seq, e)
+                }));
                 if matches!(self.machine.state(), ServerState::Reconnecting { .. }) {
                     self.reconnects += 1;
                 }
-                let had_session = self.init.is_some();
-                self.init = Some(init);
+                if let Some(note) = era_note {
+                    // The server changed era: say so where people look.
+                    tracing::warn!(server = %self.name, note = %note, "the server changed its protocol era");
+                    self.last_error = Some(Error::connection(&self.name, note));
+                }
+                let had_session = self.negotiated.is_some();
+                self.negotiated = Some(negotiated);
                 self.replace_tools(tools, had_session);
                 self.live = Some(Live {
                     seq,
-                    outbound: connection.outbound,
-                    closer: connection.closer,
+                    wire,
+                    closer,
                     stream,
                 });
                 self.feed(Event::Connected, ctx);
@@ -280,7 +296,7 @@ impl ServerActor {
         let Some(live) = self.live.take() else { return };
         ctx.cancel_future(live.stream);
         // Dropping the last sender closes the server's stdin.
-        drop(live.outbound);
+        drop(live.wire);
         let closer = live.closer;
         if *self.machine.state() == ServerState::Stopped {
             let grace = self.settings.shutdown_grace;
@@ -333,17 +349,15 @@ impl ServerActor {
     /// Registers a call and returns what its caller awaits.
     fn start_call(&mut self, call: Call, ctx: &mut Context<Self>) -> Result<Waiter, Error> {
         let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let outbound = self.live.as_ref().map(|l| &l.outbound);
-        let receipt = self
-            .calls
-            .start(call, &situation, outbound, Instant::now())?;
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let receipt = self.calls.start(call, &situation, wire, Instant::now())?;
         Ok(receipt.waiter(ctx.address().recipient()))
     }
 
     fn flush_waiting(&mut self) {
         let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let outbound = self.live.as_ref().map(|l| &l.outbound);
-        self.calls.flush(&situation, outbound);
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        self.calls.flush(&situation, wire);
     }
 
     fn fail_waiting(&mut self) {

@@ -7,6 +7,7 @@ use rmcp::model::{Implementation, ServerCapabilities, Tool};
 
 use crate::error::Error;
 use crate::policy::state::ServerState;
+use crate::protocol::era::Era;
 
 /// Counters of one server, since the supervisor started it. Calls include the supervisor's own
 /// (liveness pings, tool-list refreshes), not the handshake.
@@ -50,9 +51,13 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// How long it has been in that state.
     pub in_state_for: Duration,
-    /// The server's `serverInfo` from the last handshake.
+    /// The server's identity from the last opening (`serverInfo`; optional in the 2026-07-28
+    /// revision).
     pub server_info: Option<Implementation>,
-    /// The protocol version of the last handshake.
+    /// The protocol era of the last opening: the `initialize` handshake (legacy) or the
+    /// stateless 2026-07-28 revision (modern).
+    pub era: Option<Era>,
+    /// The protocol version in use since the last opening.
     pub protocol_version: Option<String>,
     /// The server's capabilities from the last handshake.
     pub capabilities: Option<ServerCapabilities>,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::mcp_servers::{JsonSetting, SettingError};
 use super::ServerConfig;
 use crate::policy::backoff::Backoff;
+use crate::protocol::era::ProtocolChoice;
 
 /// Declares [`Settings`] (every field concrete, with its default), the per-server overrides
 /// (every field optional, each settable from JSON) and a setter for each on [`ServerConfig`],
@@ -138,6 +139,15 @@ settings! {
     /// believed when deciding to re-send a `tools/call` after a reconnect (default false: the
     /// spec says to distrust annotations from untrusted servers).
     trusted: bool = false;
+    /// Which protocol revisions to speak (default `Auto`): `Auto` asks the stateless 2026-07-28
+    /// way first (`server/discover`) and falls back to the `initialize` handshake of
+    /// 2024-11-05..2025-11-25 on any answer that is not modern, remembering what it found for
+    /// the next connection; `Legacy` and `Modern` pin one era.
+    protocol: ProtocolChoice = ProtocolChoice::Auto;
+    /// Rounds of a multi-round-trip request (2026-07-28: a result that asks for input, answered
+    /// through the request handler, then the request sent again) before the call fails
+    /// (default 8). All of them live inside the call's one deadline.
+    max_input_rounds: u32 = 8;
 }
 
 impl ServerConfig {

@@ -111,6 +111,16 @@ impl Drop for ReapGuard {
 pub(crate) enum Outgoing {
     /// A serialized, newline-terminated message.
     Line(Vec<u8>),
+    /// A request of the stateless 2026-07-28 revision, newline-terminated, with the HTTP
+    /// headers that go with it (`MCP-Protocol-Version`, `Mcp-Method`, ...). Over HTTP its
+    /// answer is read the modern way: no session, errors in the body whatever the status, no
+    /// resumption of a broken stream. Over stdio it is just a line.
+    Modern {
+        /// The message.
+        line: Vec<u8>,
+        /// Its headers.
+        headers: Vec<(String, String)>,
+    },
     /// Nobody waits for the answer to this request any more (its call expired): a transport
     /// that holds resources for it (an HTTP request in flight) lets them go.
     Abandon(u64),
@@ -124,6 +134,12 @@ impl Outbound {
     /// Queues one message for writing; false if the connection is already gone.
     pub fn send(&self, line: Vec<u8>) -> bool {
         self.0.send(Outgoing::Line(line)).is_ok()
+    }
+
+    /// Queues one request of the modern era with its HTTP headers; false if the connection is
+    /// already gone.
+    pub fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool {
+        self.0.send(Outgoing::Modern { line, headers }).is_ok()
     }
 
     /// Tells the transport the answer to request `id` is no longer awaited.

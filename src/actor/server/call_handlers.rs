@@ -28,8 +28,8 @@ impl Handler<Expire> for ServerActor {
 
     fn handle(&mut self, Expire { id }: Expire, ctx: &mut Context<Self>) {
         let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let outbound = self.live.as_ref().map(|l| &l.outbound);
-        if self.calls.expire(id, &situation, outbound) == AfterExpire::CheckLiveness {
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        if self.calls.expire(id, &situation, wire) == AfterExpire::CheckLiveness {
             self.check_liveness(ctx);
         }
     }

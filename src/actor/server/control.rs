@@ -13,7 +13,7 @@ use crate::policy::state::{Event, ServerState};
 
 impl ServerActor {
     pub(super) fn status(&self) -> ServerStatus {
-        let init = self.init.as_ref();
+        let negotiated = self.negotiated.as_ref();
         let mut counters = self.calls.counters().clone();
         counters.reconnects = self.reconnects;
         counters.skipped_non_json = self.skips.non_json();
@@ -26,9 +26,10 @@ impl ServerActor {
             transport: self.config.transport().kind(),
             state: self.machine.state().clone(),
             in_state_for: self.machine.since().elapsed(),
-            server_info: init.map(|i| i.server_info.clone()),
-            protocol_version: init.map(|i| i.protocol_version.to_string()),
-            capabilities: init.map(|i| i.capabilities.clone()),
+            server_info: negotiated.and_then(|n| n.server_info.clone()),
+            era: negotiated.map(|n| n.era),
+            protocol_version: negotiated.map(|n| n.version.clone()),
+            capabilities: negotiated.map(|n| n.capabilities.clone()),
             tools: self.tools.clone(),
             subscriptions: self.subscriptions.iter().cloned().collect(),
             counters,

@@ -27,7 +27,7 @@ impl ServerActor {
             Inbound::Request { id, method, params } => {
                 if let Some(live) = &self.live {
                     self.server_requests
-                        .answer(&live.outbound, id, method, params);
+                        .answer(live.wire.outbound(), id, method, params);
                 }
             }
             Inbound::Notification { method, params } => self.on_notification(method, params, ctx),

@@ -1,6 +1,7 @@
 //! The liveness check after a timeout. A slow call must not cost a healthy connection, so a
-//! timeout does not mark the connection broken: it sends one short `ping`, and only a ping that
-//! gets no answer does. Its own room because this is the one place the actor decides a
+//! timeout does not mark the connection broken: it sends one short `ping` (in the 2026-07-28
+//! revision, which has no `ping`, a `server/discover`, which every modern server answers and
+//! which has no effect), and only a check that gets no answer does. Its own room because this is the one place the actor decides a
 //! connection is broken without the transport telling it so.
 
 use actix::prelude::*;
@@ -9,6 +10,7 @@ use super::ServerActor;
 use crate::actor::messages::Call;
 use crate::error::{Error, ErrorKind};
 use crate::policy::retry::RetryPolicy;
+use crate::protocol::era::Era;
 
 impl ServerActor {
     /// After a timeout: is the server alive at all? A slow call must not cost a healthy
@@ -17,11 +19,15 @@ impl ServerActor {
         if self.ping_in_flight || self.live.is_none() {
             return;
         }
-        let Some(seq) = self.live.as_ref().map(|l| l.seq) else {
+        let Some((seq, era)) = self.live.as_ref().map(|l| (l.seq, l.wire.era())) else {
             return;
         };
         let ping_timeout = self.settings.ping_timeout;
-        let call = Call::new(self.name.to_string(), "ping", None)
+        let (method, check) = match era {
+            Era::Legacy => ("ping", "liveness ping"),
+            Era::Modern => ("server/discover", "liveness check (server/discover)"),
+        };
+        let call = Call::new(self.name.to_string(), method, None)
             .timeout(ping_timeout)
             .retry(RetryPolicy::Never);
         let Ok(waiter) = self.start_call(call, ctx) else {
@@ -38,7 +44,7 @@ impl ServerActor {
                     if act.live.as_ref().is_some_and(|l| l.seq == seq) {
                         let error = Error::connection(
                             &act.name,
-                            format!("liveness ping got no answer within {ping_timeout:?}"),
+                            format!("{check} got no answer within {ping_timeout:?}"),
                         );
                         act.connection_lost(error, ctx);
                     }

@@ -57,9 +57,9 @@ impl ServerActor {
         ctx: &mut Context<Self>,
     ) {
         let can_subscribe = self
-            .init
+            .negotiated
             .as_ref()
-            .and_then(|i| i.capabilities.resources.as_ref())
+            .and_then(|n| n.capabilities.resources.as_ref())
             .and_then(|r| r.subscribe)
             .unwrap_or(false);
         if !can_subscribe {

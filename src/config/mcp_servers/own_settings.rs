@@ -84,6 +84,16 @@ impl JsonSetting for Duration {
     }
 }
 
+/// `"auto"`, `"legacy"` or `"modern"`.
+impl JsonSetting for crate::protocol::era::ProtocolChoice {
+    fn from_json(value: &Value) -> Result<Self, SettingError> {
+        value
+            .as_str()
+            .and_then(Self::parse)
+            .ok_or_else(|| SettingError::new("expected \"auto\", \"legacy\" or \"modern\""))
+    }
+}
+
 /// `null` is `None`: e.g. `"maxReconnectAttempts": null` never gives up.
 impl<T: JsonSetting> JsonSetting for Option<T> {
     const SUFFIX: &'static str = T::SUFFIX;
@@ -254,6 +264,7 @@ mod tests {
                 }
                 ("revive", _) => Value::Bool(false),
                 ("trusted", _) => Value::Bool(true),
+                ("protocol", _) => Value::from("modern"),
                 (_, "Ms") => Value::from(1234),
                 ("max_message_bytes", _) => Value::from(4096),
                 _ => Value::from(9),
@@ -293,7 +304,11 @@ mod tests {
             (r#"{"callTimeoutMs": -1}"#, "callTimeoutMs", "milliseconds"),
             (r#"{"callTimeoutMs": 1.5}"#, "callTimeoutMs", "milliseconds"),
             (r#"{"callTimeout": 5}"#, "callTimeout", "not a setting"),
-            (r#"{"protocol": "auto"}"#, "protocol", "not a setting"),
+            (
+                r#"{"protocol": "2026"}"#,
+                "protocol",
+                "\"auto\", \"legacy\" or \"modern\"",
+            ),
             (r#"{"trusted": "yes"}"#, "trusted", "true or false"),
             (
                 r#"{"maxConnectRetries": 5000000000}"#,

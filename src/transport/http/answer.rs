@@ -19,48 +19,71 @@ use super::stream::{self, deliver, is_sse};
 use super::{Response, Shared};
 use crate::config::redact_url;
 use crate::error::Error;
+use crate::protocol::jsonrpc::{parse_frame, Id, Inbound};
 use crate::transport::TransportEvent;
 
 /// How much of an error body we read to explain an error.
 const ERROR_BODY_LIMIT: usize = 8 * 1024;
 
-pub(super) async fn on_response(
-    shared: &Shared,
-    response: Response,
-    id: Option<u64>,
-    method: &str,
-    had_session: bool,
-) {
+/// What a POST asked, for reading its answer.
+#[derive(Clone, Copy)]
+pub(super) struct Asked<'a> {
+    /// Our request id; `None` for a notification or an answer of ours.
+    pub id: Option<u64>,
+    pub method: &'a str,
+    /// Whether it carried our session id.
+    pub had_session: bool,
+    /// A request of the 2026-07-28 revision: no session to capture, errors in the body
+    /// whatever the status, no resumption.
+    pub modern: bool,
+}
+
+pub(super) async fn on_response(shared: &Shared, response: Response, asked: Asked<'_>) {
+    let Asked {
+        id, method, modern, ..
+    } = asked;
     let status = response.status();
-    if let Err(error) = shared.capture_session(&response) {
-        if let Some(id) = id {
-            shared.emit(TransportEvent::CallFailed { id, error }).await;
+    if !modern {
+        if let Err(error) = shared.capture_session(&response) {
+            if let Some(id) = id {
+                shared.emit(TransportEvent::CallFailed { id, error }).await;
+            }
+            return;
         }
-        return;
     }
     if !status.is_success() {
-        refused(shared, response, id, method, had_session).await;
+        refused(shared, response, asked).await;
         return;
     }
     // 202 for a notification or a response of ours; whatever else a server sends there (an SSE
     // stream the spec does not allow) is dropped unread.
     let Some(id) = id else { return };
     if status == StatusCode::ACCEPTED {
-        // A request answered 202 is not answered here: its response may still come on the GET
-        // stream; if not, its call times out.
+        if modern {
+            // The 2026-07-28 revision answers every request on its own POST; 202 is for
+            // notifications only.
+            let error = Error::invalid_response(
+                &shared.server,
+                method,
+                "the server answered 202 Accepted to a request, as if it were a notification",
+            );
+            shared.emit(TransportEvent::CallFailed { id, error }).await;
+        }
+        // In the session era its response may still come on the GET stream; if not, its call
+        // times out.
         return;
     }
     if let Some(encoding) = encoded(&response) {
-        let error = Error::InvalidResponse {
-            server: shared.server.to_string(),
-            method: method.to_owned(),
-            message: format!("the answer is compressed (Content-Encoding: {encoding}), which we did not ask for and cannot read"),
-        };
+        let error = Error::invalid_response(
+            &shared.server,
+            method,
+            format!("the answer is compressed (Content-Encoding: {encoding}), which we did not ask for and cannot read"),
+        );
         shared.emit(TransportEvent::CallFailed { id, error }).await;
         return;
     }
     if is_sse(&response) {
-        stream::follow_answer(shared, response, id).await;
+        stream::follow_answer(shared, response, id, modern).await;
     } else {
         json_answer(shared, response, id, method).await;
     }
@@ -105,17 +128,29 @@ async fn json_answer(shared: &Shared, mut response: Response, id: u64, method: &
 }
 
 /// An answer that is not 2xx.
-async fn refused(
-    shared: &Shared,
-    mut response: Response,
-    id: Option<u64>,
-    method: &str,
-    had_session: bool,
-) {
+async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
+    let Asked {
+        id,
+        method,
+        had_session,
+        modern,
+    } = asked;
     let status = response.status();
     let retry_after = shared.retry_after(&response);
+    let authorization = matches!(status.as_u16(), 401 | 403);
     let detail = match redirect(&response) {
         Some(detail) => detail,
+        None if modern && !is_overloaded(status) && !authorization => {
+            // The 2026-07-28 revision answers its errors (-32020, -32022, ...) with a JSON-RPC
+            // error in the body of a 4xx: that error is the answer to this request.
+            let body = error_body(&mut response).await;
+            if let Some(id) = id {
+                if rpc_error_answer(shared, &body, id).await {
+                    return;
+                }
+            }
+            String::from_utf8_lossy(&body).chars().take(300).collect()
+        }
         None => error_detail(&mut response).await,
     };
     if session_gone(had_session, status, &detail) {
@@ -175,20 +210,51 @@ async fn refused(
     }
 }
 
-/// A short explanation of an error answer: `WWW-Authenticate` or the start of the body.
-pub(super) async fn error_detail(response: &mut Response) -> String {
-    if let Some(auth) = response.headers().get("www-authenticate") {
-        return String::from_utf8_lossy(auth.as_bytes()).into_owned();
-    }
+/// The start of an error answer's body (bounded in size and time).
+async fn error_body(response: &mut Response) -> bytes::Bytes {
     let body = tokio::time::timeout(
         Duration::from_secs(2),
         response.body().limit(ERROR_BODY_LIMIT),
     )
     .await;
     match body {
-        Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).chars().take(300).collect(),
-        _ => String::new(),
+        Ok(Ok(bytes)) => bytes,
+        _ => bytes::Bytes::new(),
     }
+}
+
+/// Delivers an error answer's body as the answer to request `id` if it is a JSON-RPC error
+/// response (a server that could not tell which request failed says `"id": null`; this answer
+/// can only be for the one we sent). False if it is something else.
+async fn rpc_error_answer(shared: &Shared, body: &[u8], id: u64) -> bool {
+    let Ok(messages) = parse_frame(body) else {
+        return false;
+    };
+    let error = messages.into_iter().find_map(|m| match m {
+        Inbound::Error { id: got, error }
+            if got.is_none() || got.as_ref().and_then(Id::as_ours) == Some(id) =>
+        {
+            Some(error)
+        }
+        _ => None,
+    });
+    let Some(error) = error else { return false };
+    shared
+        .emit(TransportEvent::Message(Inbound::Error {
+            id: Some(Id::Number(id as i64)),
+            error,
+        }))
+        .await;
+    true
+}
+
+/// A short explanation of an error answer: `WWW-Authenticate` or the start of the body.
+pub(super) async fn error_detail(response: &mut Response) -> String {
+    if let Some(auth) = response.headers().get("www-authenticate") {
+        return String::from_utf8_lossy(auth.as_bytes()).into_owned();
+    }
+    let body = error_body(response).await;
+    String::from_utf8_lossy(&body).chars().take(300).collect()
 }
 
 /// What a redirect (3xx) says, if the answer is one: we never follow redirects, so the

@@ -19,11 +19,24 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// A POST of one message. The initialize request goes without a session (it is what creates
 /// one); every other carries ours. The flag says whether it did, which decides what a 404 or a
 /// 400 means.
-pub(super) fn post(shared: &Shared, method: Option<&str>) -> (ClientRequest, bool) {
-    let request = shared
+///
+/// A request of the 2026-07-28 revision brings its own headers (`headers`: the protocol
+/// version, `Mcp-Method`, ...) and carries no session: that revision has none.
+pub(super) fn post(
+    shared: &Shared,
+    method: Option<&str>,
+    headers: &[(String, String)],
+) -> (ClientRequest, bool) {
+    let mut request = shared
         .request(shared.client.post(&shared.url))
         .insert_header((ACCEPT, "application/json, text/event-stream"))
         .insert_header((CONTENT_TYPE, "application/json"));
+    if !headers.is_empty() {
+        for (name, value) in headers {
+            request = request.insert_header((name.as_str(), value.as_str()));
+        }
+        return (request, false);
+    }
     if method == Some("initialize") {
         (request, false)
     } else {

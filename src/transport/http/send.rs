@@ -20,6 +20,9 @@ use tokio::task::AbortHandle;
 use super::{answer, request, Shared};
 use crate::transport::{Outgoing, TransportEvent};
 
+/// The headers a message of the 2026-07-28 revision brings along.
+type Headers = Vec<(String, String)>;
+
 /// The id and method of one of our outgoing messages.
 #[derive(Deserialize, Default)]
 struct Header {
@@ -38,17 +41,18 @@ pub(super) const MAX_BACKLOG: usize = 64;
 /// so that its length — the backlog the readers look at — is known.
 pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
-    let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
+    // Each line with its headers (none for the session era, whose headers the session holds).
+    let mut queue: VecDeque<(Vec<u8>, Headers)> = VecDeque::new();
     // The serial POST under way, if any.
     let mut serial: Option<LocalBoxFuture<'static, ()>> = None;
     loop {
         // Start what may start, in order: requests at once, the next serial POST once the last
         // one is done, so that nothing overtakes a notification.
         while serial.is_none() {
-            let Some(line) = queue.pop_front() else {
+            let Some((line, headers)) = queue.pop_front() else {
                 break;
             };
-            serial = start(&shared, &requests, line);
+            serial = start(&shared, &requests, line, headers);
         }
         shared.set_backlog(queue.len() + usize::from(serial.is_some()));
         tokio::select! {
@@ -59,7 +63,8 @@ pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceive
                     return;
                 }
                 match outgoing {
-                    Outgoing::Line(line) => queue.push_back(line),
+                    Outgoing::Line(line) => queue.push_back((line, Vec::new())),
+                    Outgoing::Modern { line, headers } => queue.push_back((line, headers)),
                     Outgoing::Abandon(id) => {
                         if let Some(request) = requests.borrow_mut().remove(&id) {
                             request.abort();
@@ -85,6 +90,7 @@ fn start(
     shared: &Rc<Shared>,
     requests: &Rc<RefCell<HashMap<u64, AbortHandle>>>,
     mut line: Vec<u8>,
+    headers: Headers,
 ) -> Option<LocalBoxFuture<'static, ()>> {
     if line.last() == Some(&b'\n') {
         line.pop();
@@ -93,7 +99,13 @@ fn start(
     // Only requests have ids of ours; the id of an answer to a server request is the server's
     // and may collide with one of ours.
     let id = header.id.filter(|_| header.method.is_some());
-    let post = post(shared.clone(), Bytes::from(line), id, header.method.clone());
+    let post = post(
+        shared.clone(),
+        Bytes::from(line),
+        id,
+        header.method.clone(),
+        headers,
+    );
     if let Some(id) = id {
         let registry = requests.clone();
         let task = actix::spawn(async move {
@@ -116,8 +128,16 @@ fn start(
     }))
 }
 
-async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<String>) {
-    let (request, had_session) = request::post(&shared, method.as_deref());
+async fn post(
+    shared: Rc<Shared>,
+    body: Bytes,
+    id: Option<u64>,
+    method: Option<String>,
+    headers: Headers,
+) {
+    // Requests of the 2026-07-28 revision come with their own headers, and no session.
+    let modern = !headers.is_empty();
+    let (request, had_session) = request::post(&shared, method.as_deref(), &headers);
     let sent = tokio::select! {
         sent = request.send_body(body) => sent,
         _ = shared.closed() => return,
@@ -161,9 +181,12 @@ async fn post(shared: Rc<Shared>, body: Bytes, id: Option<u64>, method: Option<S
     answer::on_response(
         &shared,
         response,
-        id,
-        method.as_deref().unwrap_or(""),
-        had_session,
+        answer::Asked {
+            id,
+            method: method.as_deref().unwrap_or(""),
+            had_session,
+            modern,
+        },
     )
     .await;
 }

@@ -138,10 +138,22 @@ pub(super) async fn pump(
 
 /// Follows the SSE answer to request `id` until its response, resuming the stream if it ends
 /// first.
-pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u64) {
+///
+/// In the 2026-07-28 revision (`modern`) a stream cannot be resumed: one that ends before its
+/// response loses the request, and the actor's retry rules decide what happens to it.
+pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u64, modern: bool) {
     let mut parser = SseParser::new(shared.max_message_bytes);
     let ended = pump(shared, &mut response, &mut parser, Some(id)).await;
     if let Pumped::Ended { retry, .. } = ended {
+        if modern {
+            shared
+                .emit(TransportEvent::Interrupted {
+                    ids: vec![id],
+                    error: shared.connection_error("the response stream ended before its answer"),
+                })
+                .await;
+            return;
+        }
         resume(shared, id, parser, retry).await;
     }
 }

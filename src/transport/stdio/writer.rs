@@ -57,12 +57,12 @@ pub(super) async fn write_loop(
     while let Some(first) = rx.recv().await {
         let mut lines = 0;
         // A pipe holds no per-request resources: abandoned requests need nothing done.
-        if let Outgoing::Line(line) = first {
+        if let Outgoing::Line(line) | Outgoing::Modern { line, .. } = first {
             batch.extend_from_slice(&line);
             lines += 1;
         }
         while let Ok(more) = rx.try_recv() {
-            if let Outgoing::Line(line) = more {
+            if let Outgoing::Line(line) | Outgoing::Modern { line, .. } = more {
                 batch.extend_from_slice(&line);
                 lines += 1;
             }

@@ -1,0 +1,265 @@
+//! The opening of a connection: agreeing on a protocol era and version with the server.
+//!
+//! The modern era (2026-07-28) is asked for with `server/discover`; the legacy one with the
+//! `initialize` handshake. Which is tried first follows the `protocol` setting and the era the
+//! last connection found ([`ProtocolChoice::first_try`]); with `auto`, an answer that says the
+//! server speaks the other era switches to it at once, in the same attempt (re-spawning a stdio
+//! server that exits on the probe is spoken to with the handshake by the next attempt), and
+//! says why when the server changed. What an answer
+//! means is decided in [`crate::protocol::era`]; this file does the asking.
+
+use super::Handshake;
+use crate::actor::wire::Wire;
+use crate::error::Error;
+use crate::protocol::discover::{discover_params, parse_discover_result};
+use crate::protocol::era::{
+    judge_initialize_error, judge_probe, shared_modern_version, Era, ProbeVerdict, ProtocolChoice,
+    MODERN_VERSIONS,
+};
+use crate::protocol::jsonrpc::{self, RpcError};
+use crate::protocol::lifecycle::{self, Negotiated, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::protocol::meta::RequestMeta;
+use crate::ErrorKind as Kind;
+
+/// What one try of an era found.
+enum Tried {
+    Open(Box<Negotiated>),
+    /// The server speaks the other era; `version`: the modern version to ask for next.
+    OtherEra {
+        reason: String,
+        version: Option<String>,
+    },
+}
+
+impl Tried {
+    fn other(reason: impl Into<String>) -> Self {
+        Tried::OtherEra {
+            reason: reason.into(),
+            version: None,
+        }
+    }
+}
+
+/// Tries of an era in one attempt: the first, the other, and back once (a server whose answer
+/// to a probe came late, and pinned it to the era we had just left).
+const MAX_TRIES: usize = 3;
+
+impl Handshake<'_> {
+    /// Agrees on an era and version; the note says why the era is not the remembered one.
+    pub(super) async fn open(&mut self) -> Result<(Negotiated, Option<String>), Error> {
+        let choice = self.attempt.settings.protocol;
+        let first = choice.first_try(self.attempt.remembered);
+        let mut era = first;
+        let mut version = MODERN_VERSIONS[0].to_owned();
+        let mut note = None;
+        for _ in 0..MAX_TRIES {
+            let tried = match era {
+                Era::Modern => self.try_modern(&version).await?,
+                Era::Legacy => self.try_legacy().await?,
+            };
+            let (reason, next_version) = match tried {
+                Tried::Open(negotiated) => {
+                    self.attempt.learned.set(negotiated.era);
+                    return Ok((*negotiated, note));
+                }
+                Tried::OtherEra { reason, version } => (reason, version),
+            };
+            if !choice.may_fall_back() {
+                return Err(self.pinned_era_refused(choice, &reason));
+            }
+            let server = &self.attempt.server;
+            tracing::debug!(server = %server, from = %era, to = %era.other(), reason = %reason, "speaking the other protocol era");
+            if self.attempt.remembered == Some(first) {
+                // It spoke `first` last time: it changed, and says so here.
+                note = Some(format!(
+                    "the server no longer speaks the {era} protocol era ({reason}); now speaking {}",
+                    era.other()
+                ));
+            }
+            if let Some(next) = next_version {
+                version = next;
+            }
+            era = era.other();
+        }
+        Err(Error::connection(
+            &self.attempt.server,
+            "the server answered neither the modern nor the legacy opening consistently",
+        ))
+    }
+
+    /// `server/discover` at `version` (and once more at the version a `-32022` names).
+    async fn try_modern(&mut self, version: &str) -> Result<Tried, Error> {
+        let mut version = version.to_owned();
+        let mut asked_again = false;
+        loop {
+            let meta = RequestMeta::new(&version, &self.attempt.client_capabilities, None);
+            self.wire = Wire::modern(
+                self.connection.outbound.clone(),
+                meta.clone(),
+                self.attempt.is_http(),
+            );
+            let params = discover_params(meta.keys());
+            let http = self.attempt.is_http();
+            // A server that does not know the method may not answer at all: that is an answer
+            // too (a real outage makes the handshake that follows fail as well).
+            let wait = self.attempt.settings.ping_timeout;
+            let probe = self.request("server/discover", Some(params));
+            let answer = match tokio::time::timeout(wait, probe).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    return Ok(Tried::other(format!(
+                        "no answer to server/discover within {wait:?}"
+                    )))
+                }
+            };
+            let rpc = match answer {
+                Ok(result) => return self.discovered(&version, &result, asked_again),
+                Err(Error::Rpc {
+                    code,
+                    message,
+                    data,
+                    ..
+                }) => RpcError {
+                    code,
+                    message,
+                    data,
+                },
+                Err(e) if e.kind() == Kind::InvalidResponse => {
+                    // An answer, but not a modern one (HTTP 400 with a legacy body, HTML, ...).
+                    return Ok(Tried::other(format!(
+                        "server/discover: {}",
+                        e.without_stderr()
+                    )));
+                }
+                Err(e) if !http && e.kind() == Kind::InvalidConnection => {
+                    // Older servers exit on a request before `initialize`; so does a server
+                    // that fails to start at all, which cannot be told apart. The attempt fails
+                    // as the process did (so a crashing start-up costs the retries it always
+                    // did), and the next one starts with the handshake.
+                    self.attempt.learned.set(Era::Legacy);
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
+            match judge_probe(Err(&rpc), &version) {
+                ProbeVerdict::RetryWith(next) if !asked_again => {
+                    asked_again = true;
+                    version = next;
+                }
+                ProbeVerdict::RetryWith(_) | ProbeVerdict::Modern => {
+                    return Err(self.unsupported(&version));
+                }
+                ProbeVerdict::NoSharedModernVersion { supported } => {
+                    return self.no_shared_modern_version(supported);
+                }
+                ProbeVerdict::Legacy(reason) => return Ok(Tried::other(reason)),
+            }
+        }
+    }
+
+    /// A `server/discover` result at `version`.
+    fn discovered(
+        &mut self,
+        version: &str,
+        result: &serde_json::Value,
+        asked_again: bool,
+    ) -> Result<Tried, Error> {
+        let discovered = match parse_discover_result(&self.attempt.server, result) {
+            Ok(discovered) => discovered,
+            Err(e) => return Ok(Tried::other(e.without_stderr())),
+        };
+        if discovered.supported_versions.iter().any(|v| v == version) {
+            return Ok(Tried::Open(Box::new(
+                discovered.negotiated(version.to_owned()),
+            )));
+        }
+        match shared_modern_version(&discovered.supported_versions) {
+            Some(other) if !asked_again => Ok(Tried::Open(Box::new(discovered.negotiated(other)))),
+            _ => self.no_shared_modern_version(discovered.supported_versions),
+        }
+    }
+
+    /// A modern server that lists no modern version we speak: the legacy handshake may still
+    /// work if it lists a legacy one; otherwise there is nothing to speak.
+    fn no_shared_modern_version(&self, supported: Vec<String>) -> Result<Tried, Error> {
+        let legacy = supported
+            .iter()
+            .any(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v.as_str()));
+        if legacy {
+            return Ok(Tried::other(format!(
+                "it speaks none of our modern versions, but {}",
+                supported.join(", ")
+            )));
+        }
+        Err(self.unsupported(&supported.join(", ")))
+    }
+
+    /// The `initialize` handshake.
+    async fn try_legacy(&mut self) -> Result<Tried, Error> {
+        self.wire = Wire::legacy(self.connection.outbound.clone());
+        let params = lifecycle::initialize_params(&self.attempt.client_capabilities);
+        let result = match self.request("initialize", Some(params)).await {
+            Ok(result) => result,
+            Err(Error::Rpc {
+                code,
+                message,
+                data,
+                ..
+            }) => {
+                let rpc = RpcError {
+                    code,
+                    message,
+                    data,
+                };
+                if let Some(version) = judge_initialize_error(&rpc) {
+                    return Ok(Tried::OtherEra {
+                        reason: format!("it refused initialize and speaks {version}"),
+                        version: Some(version),
+                    });
+                }
+                return Err(Error::rpc(&self.attempt.server, "initialize", rpc));
+            }
+            Err(e) => return Err(e),
+        };
+        // A server of the modern era answering `initialize` with its own version.
+        let answered = result.get("protocolVersion").and_then(|v| v.as_str());
+        if let Some(version) = answered.filter(|v| MODERN_VERSIONS.contains(v)) {
+            return Ok(Tried::OtherEra {
+                reason: format!("it answered initialize with {version}"),
+                version: Some(version.to_owned()),
+            });
+        }
+        let init = lifecycle::accept_initialize_result(&self.attempt.server, result)?;
+        self.connection.outbound.send(jsonrpc::notification_line(
+            "notifications/initialized",
+            None,
+        ));
+        self.connection
+            .closer
+            .initialized(&init.protocol_version.to_string());
+        Ok(Tried::Open(Box::new(init.into())))
+    }
+
+    /// No version in common: `version` is what the server named.
+    fn unsupported(&self, version: &str) -> Error {
+        let ours: Vec<&str> = MODERN_VERSIONS
+            .iter()
+            .chain(SUPPORTED_PROTOCOL_VERSIONS)
+            .copied()
+            .collect();
+        Error::unsupported_version(&self.attempt.server, version, &ours)
+    }
+
+    /// The era the setting pins is not what the server speaks.
+    fn pinned_era_refused(&self, choice: ProtocolChoice, reason: &str) -> Error {
+        let ours: Vec<&str> = match choice {
+            ProtocolChoice::Modern => MODERN_VERSIONS.to_vec(),
+            _ => SUPPORTED_PROTOCOL_VERSIONS.to_vec(),
+        };
+        Error::unsupported_version(
+            &self.attempt.server,
+            &format!("of another era ({reason}; the `protocol` setting is `{choice}`)"),
+            &ours,
+        )
+    }
+}
