@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use super::era::EraConfig;
 use super::faults::Faults;
 use super::stderr_line;
 
@@ -39,6 +40,8 @@ pub(crate) struct Config {
     pub(crate) page_size: usize,
     pub(crate) counter_file: Option<PathBuf>,
     pub(crate) event_log: Option<PathBuf>,
+    /// The eras served, and the settings of the 2026-07-28 side (`DEMO_ERA`, ...).
+    pub(crate) era: EraConfig,
     /// The misbehaviours that act while serving (read last, as they always were, so warnings
     /// about unparseable values keep their order on stderr).
     pub(crate) faults: Faults,
@@ -55,6 +58,7 @@ impl Config {
             page_size,
             counter_file: env_path("DEMO_COUNTER_FILE"),
             event_log: env_path("DEMO_EVENT_LOG"),
+            era: EraConfig::from_env(),
             faults: Faults::from_env(),
         }
     }

@@ -3,7 +3,8 @@
 //! Kept in one room so that a reader sees at once everything the server can be told to do
 //! wrong, and where in its life each fault strikes: at start-up (`at_start_up`), before a
 //! `tools/call` is run (`crash_if_asked`), around every response (`write_garbage_lines`) and
-//! after `initialize` (`write_long_line_if_asked`). The tools that misbehave on request
+//! after `initialize` (`write_long_line_if_asked`), and on the first modern requests
+//! (`reject_first_modern`). The tools that misbehave on request
 //! (`counter {crash: true}`, `hang`, `long_line`, `garbage`) are tools, and live in `tools`.
 
 use std::io::{self, Write};
@@ -22,6 +23,7 @@ pub(crate) struct Faults {
     crash_after_calls: Option<u64>,
     garbage_lines: u64,
     long_line_bytes: Option<u64>,
+    reject_first_modern: u64,
 }
 
 impl Faults {
@@ -30,7 +32,14 @@ impl Faults {
             crash_after_calls: env_u64("DEMO_CRASH_AFTER_CALLS"),
             garbage_lines: env_u64("DEMO_GARBAGE_LINES").unwrap_or(0),
             long_line_bytes: env_u64("DEMO_LONG_LINE_BYTES"),
+            reject_first_modern: env_u64("DEMO_REJECT_FIRST_MODERN").unwrap_or(0),
         }
+    }
+
+    /// `DEMO_REJECT_FIRST_MODERN`: how many modern requests, counted from the first, are
+    /// answered `-32022` whatever version they ask for (the era rules in `era` apply it).
+    pub(crate) fn reject_first_modern(&self) -> u64 {
+        self.reject_first_modern
     }
 
     /// `DEMO_GARBAGE_LINES`: written under the same lock as the response that follows them.

@@ -17,12 +17,28 @@ pub(crate) type Args = Map<String, Value>;
 pub(crate) struct RpcError {
     code: i64,
     message: String,
+    /// Only the 2026-07-28 errors carry data (`-32022`'s supported versions); without it an
+    /// error is written exactly as before.
+    data: Option<Value>,
 }
 
 impl RpcError {
     pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         let message = message.into();
-        RpcError { code, message }
+        RpcError {
+            code,
+            message,
+            data: None,
+        }
+    }
+
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub(crate) fn code(&self) -> i64 {
+        self.code
     }
 
     pub(crate) fn invalid_request(message: impl Into<String>) -> Self {
@@ -34,7 +50,11 @@ impl RpcError {
     }
 
     pub(crate) fn to_json(&self) -> Value {
-        json!({ "code": self.code, "message": self.message })
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
     }
 }
 

@@ -11,6 +11,9 @@
 //! are accepted; each element is handled and answered on its own line. Long-running tools run on
 //! their own thread, so `ping` and friends keep being answered meanwhile.
 //!
+//! It speaks both protocol eras (see "Protocol eras" below): the 2025 revisions, opened with
+//! `initialize`, exactly as it always did, and the stateless 2026-07-28 revision.
+//!
 //! # Tools
 //! - `echo {text: string}`: answers `text`.
 //! - `add {a: number, b: number}`: answers the sum as text plus `structuredContent {"sum": n}`.
@@ -34,10 +37,61 @@
 //!   answers `wrote {bytes}`.
 //! - `garbage {}`: writes three non-JSON lines to stdout, then answers `ok`.
 //! - `extra {}`: only listed/callable after `notify {kind: "tools_changed"}`; answers `extra`.
+//! - `confirm {rounds: integer 1..=1000 = 1, state_only: bool = false}`: callable always, listed
+//!   only with `DEMO_LIST_CONFIRM` (so the listing stays 10 tools). 2025 era: sends
+//!   `elicitation/create {message: "Proceed?", requestedSchema: {type: object, properties: {ok:
+//!   {type: boolean}}}}` as a request (`srv-<n>`) `rounds` times in turn, then answers
+//!   `confirmed: <ok>` (the last answer's `content.ok` as JSON, `null` if absent); a client error
+//!   answers like `ask_client`; cancellable. 2026-07-28 era: multi-round-trip, see below.
 //!
 //! Also: `ping`, `tools/list` (paginated), `resources/list|read|subscribe|unsubscribe` (one
 //! resource, `demo://clock`), `prompts/list|get` (one prompt, `greet`), `logging/setLevel`, and
 //! the notifications `notifications/initialized` and `notifications/cancelled`.
+//!
+//! # Protocol eras
+//! A request is *modern* (2026-07-28) when its `params._meta` carries
+//! `io.modelcontextprotocol/protocolVersion`; then the version must be one of
+//! `DEMO_MODERN_VERSIONS` (else -32022 with `data {supported, requested}`, `requested` as given),
+//! `io.modelcontextprotocol/clientCapabilities` must be an object and
+//! `io.modelcontextprotocol/logLevel`, if present, a log level (else -32602). It needs no
+//! `initialize`; every result gets `resultType: "complete"` unless it says otherwise; `tools/list`,
+//! `resources/list|read` and `prompts/list` also get `ttlMs: 0, cacheScope: "private"`; an unknown
+//! resource is -32602 (not -32002); `ping`, `logging/setLevel` and `resources/(un)subscribe` are
+//! -32601; `notify {kind: log}` sends its message only if the request's logLevel lets `info` through,
+//! and the other kinds go only to listens (below). What a connection serves (`DEMO_ERA`):
+//! - `dual` (default): `server/discover` (with or without `_meta`) is answered and pins nothing;
+//!   the first modern request served pins the connection modern: then `initialize` gets -32022
+//!   and a request without the envelope -32602. An `initialize` pins it legacy: then a modern
+//!   request (or `server/discover`) gets -32600. Requests refused for their version or `_meta`
+//!   pin nothing. Before anything is pinned, requests without the envelope are served as always.
+//! - `legacy`: the server as it was; `server/discover` and every modern request get -32601.
+//! - `modern`: `initialize` gets -32022 (`data {supported, requested: <its protocolVersion>}`),
+//!   other requests without the envelope -32602.
+//!
+//! Modern methods:
+//! - `server/discover` → `{resultType: "complete", supportedVersions, capabilities: {tools:
+//!   {listChanged: true}, resources: {subscribe: true, listChanged: false}, prompts:
+//!   {listChanged: false}, logging: {}}, instructions, ttlMs, cacheScope: "private", _meta:
+//!   {"io.modelcontextprotocol/serverInfo": {name: "mcp-demo-server", version}}}`.
+//! - `subscriptions/listen {notifications: {toolsListChanged?, promptsListChanged?,
+//!   resourcesListChanged?, resourceSubscriptions?: [uri]}}`: first
+//!   `notifications/subscriptions/acknowledged {notifications: <honoured: toolsListChanged and
+//!   resourceSubscriptions as asked, never the other two>, _meta: {subscriptionId: <listen id>}}`,
+//!   then `notifications/tools/list_changed` (on `notify tools_changed`) and
+//!   `notifications/resources/updated {uri}` (on `notify resource_updated`, for `demo://clock`),
+//!   each with `params._meta["io.modelcontextprotocol/subscriptionId"]`, to every open listen that
+//!   asked (at most 64 open; an id already open is -32600). `notifications/cancelled {requestId:
+//!   <listen id>}`, or `DEMO_LISTEN_END_AFTER_MS`, ends one with its result `{resultType:
+//!   "complete", _meta: {subscriptionId}}`.
+//! - `tools/call confirm`: without `requestState` answers `{resultType: "input_required",
+//!   inputRequests: {confirm: <the elicitation above, as {method, params}>}, requestState}`, or
+//!   with `state_only` first `{resultType: "input_required", requestState}` alone (retried with
+//!   just that state). A retry must carry the exact `requestState` it was given (each is a JSON
+//!   text with a nonce and the round, redeemable once) and, after an input round,
+//!   `inputResponses.confirm`, else -32602; after `rounds` input rounds it answers `confirmed:
+//!   <inputResponses.confirm.content.ok>`. `ask_client` works the same way in one round
+//!   (`inputRequests: {ask: {method, params?}}`, answered with `inputResponses.ask` as compact
+//!   JSON text). Any other tool called with `requestState` or `inputResponses` is -32602.
 //!
 //! # Environment switches
 //! - `DEMO_PROTOCOL_VERSION=S`: answer `initialize` with protocol version S, whatever was asked.
@@ -45,7 +99,15 @@
 //! - `DEMO_COUNTER_FILE=path`: where `counter` keeps its count (default: in memory).
 //! - `DEMO_EVENT_LOG=path`: append one line per event (`start pid=..`, `initialize <version>`,
 //!   `call <tool>`, `counter <n>`, `touch`, `hang <id>`, `subscribe <uri>`, `unsubscribe <uri>`,
-//!   `cancelled <id>`, `grandchild pid=..`) so tests can see what the server executed.
+//!   `cancelled <id>`, `grandchild pid=..`, `mrtr confirm id=<id> ask <k>/<n> <srv-id>`) so tests
+//!   can see what the server executed. Every line caused by a modern request starts with
+//!   `modern ` (`modern call echo`, `modern counter 3`), and modern requests add: `modern
+//!   <method> <id>` for each one admitted, `modern listen <id> <honoured filter JSON>`, `modern
+//!   deliver <listen id> <method>`, `modern listen-end <id> cancelled|timer`, `modern mrtr <tool>
+//!   id=<id> state=none|valid|invalid responses=none|present -> state_only|input_required
+//!   <k>/<n>|complete|error <code>`, `modern mrtr <tool> id=<id> stray <fields>`. A refused
+//!   request logs `refused <method> <id> <code>` (prefixed when it carried the envelope). Ids are
+//!   compact JSON (`7`, `"L1"`).
 //! - `DEMO_SLOW_START_MS=N`: sleep N ms before reading stdin.
 //! - `DEMO_FAIL_STARTS=N` with `DEMO_START_COUNT_FILE=path`: the first N starts (counted in the
 //!   file) print `demo: simulated start-up failure <count>/<N>` and exit 1. Without the count
@@ -57,6 +119,14 @@
 //! - `DEMO_SPAWN_GRANDCHILD=1`: spawn `sleep 1000` in our process group at start-up.
 //! - `DEMO_IGNORE_SIGTERM=1`: ignore SIGTERM, so only SIGKILL stops the server.
 //! - `DEMO_STDERR_LINES=K`: write K lines `demo stderr line i` to stderr at start-up.
+//! - `DEMO_ERA=dual|legacy|modern`: which protocol eras to serve (default `dual`; see above).
+//! - `DEMO_MODERN_VERSIONS=v1,v2`: the modern versions accepted and listed (default
+//!   `2026-07-28`; the handlers always behave as 2026-07-28).
+//! - `DEMO_DISCOVER_TTL_MS=N`: the `ttlMs` of `server/discover` (default 0).
+//! - `DEMO_LISTEN_END_AFTER_MS=N`: end every listen gracefully (its result) N ms after it opened.
+//! - `DEMO_LIST_CONFIRM=1`: list the `confirm` tool (last but `extra`) in `tools/list`.
+//! - `DEMO_REJECT_FIRST_MODERN=N`: answer the first N modern requests -32022, whatever version
+//!   they ask for (a client must retry with one from `data.supported`).
 //!
 //! Every start also writes `demo: started pid=<pid>` to stderr.
 //!
@@ -64,18 +134,24 @@
 //! - `main.rs`: the start-up order, and the two rules every room follows (see `lock` and
 //!   `stderr_line`).
 //! - MCP plumbing: `jsonrpc` (error objects, argument extraction), `out` (the stdout writer),
-//!   `server` (shared state, framing of stdin, dispatch), `lifecycle` (initialize and version
-//!   negotiation), `pagination` (cursors), `resources` (the resource and the prompt).
-//! - `tools`: the catalogue, the quick tools, and the deferred ones (worker threads,
-//!   cancellation, requests to the client).
+//!   `server` (shared state, framing of stdin, the two dispatch tables), `lifecycle` (initialize
+//!   and version negotiation), `pagination` (cursors), `resources` (the resource and the prompt).
+//! - The 2026-07-28 side: `era` (which era a request speaks, `DEMO_ERA`, pinning, the refusals),
+//!   `discover` (`server/discover`), `listen` (`subscriptions/listen` and its deliveries).
+//! - `tools`: the catalogue, the quick tools, the deferred ones (worker threads, cancellation,
+//!   requests to the client), and `mrtr` (the multi-round-trip forms of `confirm` and
+//!   `ask_client`).
 //! - `faults`: every misbehaviour switched on by an environment variable.
 //! - `config`: reading the environment; the ordinary (non-fault) settings.
 //! - `persist`: what outlives the process: the event log and the count files.
 
 mod config;
+mod discover;
+mod era;
 mod faults;
 mod jsonrpc;
 mod lifecycle;
+mod listen;
 mod out;
 mod pagination;
 mod persist;

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::jsonrpc::{required_str, Args, Reply, RpcError, RESOURCE_NOT_FOUND};
+use super::jsonrpc::{required_str, Args, Reply, RpcError, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 use super::lock;
 use super::server::Server;
 
@@ -24,7 +24,13 @@ impl Server {
     pub(crate) fn read_resource(&self, params: &Args) -> Reply {
         let uri = required_str(params, "uri")?;
         if uri != CLOCK_URI {
-            return Err(RpcError::new(RESOURCE_NOT_FOUND, "resource not found"));
+            // The 2026-07-28 revision moved "resource not found" to invalid params.
+            let code = if self.era.is_modern() {
+                INVALID_PARAMS
+            } else {
+                RESOURCE_NOT_FOUND
+            };
+            return Err(RpcError::new(code, "resource not found"));
         }
         let version = lock(&self.state).resource_version;
         Ok(json!({ "contents": [{

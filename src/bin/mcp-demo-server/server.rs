@@ -2,8 +2,10 @@
 //!
 //! This is the reader thread's loop: one line in, sorted into request, notification or
 //! response, handed to the room that handles it, answered through `respond`. The handlers
-//! themselves live in their own rooms (`lifecycle`, `resources`, `tools`); here is only what
-//! turns bytes into calls and results into lines.
+//! themselves live in their own rooms (`lifecycle`, `resources`, `tools`, and for the 2026-07-28
+//! revision `discover` and `listen`); here is only what turns bytes into calls and results into
+//! lines, with the two dispatch tables: the 2025 one, and the 2026-07-28 one that `era` sends a
+//! modern request to.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, Write};
@@ -14,10 +16,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use super::config::Config;
+use super::era::{Admission, Era, EraState, DISCOVER};
 use super::jsonrpc::{params_of, Args, Reply, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
+use super::listen::Listens;
 use super::out::Out;
 use super::persist::append_event;
-use super::tools::Outcome;
+use super::tools::{Flows, Outcome};
 use super::{lock, resources};
 
 #[derive(Default)]
@@ -36,6 +40,12 @@ pub(crate) struct State {
     /// Tool calls running on worker threads, by request id as compact JSON. Removing an entry
     /// (and signalling it) is what cancels a call: a worker whose entry is gone never answers.
     pub(crate) running: HashMap<String, Sender<()>>,
+    /// Which era the connection speaks (2026-07-28 side).
+    pub(crate) era: EraState,
+    /// Open `subscriptions/listen` requests (2026-07-28 side).
+    pub(crate) listens: Listens,
+    /// The `requestState`s handed out by multi-round-trip tools, not yet redeemed.
+    pub(crate) flows: Flows,
 }
 
 /// Cheap to clone: worker threads get their own handle on the same output, state and config.
@@ -44,6 +54,8 @@ pub(crate) struct Server {
     pub(crate) out: Out,
     pub(crate) state: Arc<Mutex<State>>,
     pub(crate) config: Arc<Config>,
+    /// The era of the request this handle serves; `Legacy` unless `era` made it modern.
+    pub(crate) era: Era,
 }
 
 impl Server {
@@ -52,16 +64,29 @@ impl Server {
             out: Out::stdout(),
             state: Arc::new(Mutex::new(State::default())),
             config: Arc::new(config),
+            era: Era::Legacy,
         }
     }
 
+    /// Lines written while serving a modern request start with `modern `, so tests can tell
+    /// which era the client spoke; legacy lines are as they always were.
     pub(crate) fn log_event(&self, line: &str) {
-        append_event(self.config.event_log.as_deref(), line);
+        let log = self.config.event_log.as_deref();
+        if self.era.is_modern() {
+            append_event(log, &format!("modern {line}"));
+        } else {
+            append_event(log, line);
+        }
     }
 
     pub(crate) fn respond(&self, id: &Value, reply: Reply) {
         let message = match reply {
-            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Ok(mut result) => {
+                if self.era.is_modern() {
+                    mark_complete(&mut result);
+                }
+                json!({ "jsonrpc": "2.0", "id": id, "result": result })
+            }
             Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }),
         };
         let faults = &self.config.faults;
@@ -162,11 +187,22 @@ impl Server {
     fn handle_notification(&self, method: &str, message: &Map<String, Value>) {
         // Notifications are never answered, not even when malformed.
         if method == "notifications/cancelled" {
-            self.on_cancelled(&params_of(message).unwrap_or_default());
+            let params = params_of(message).unwrap_or_default();
+            self.on_cancelled(&params);
+            self.end_cancelled_listen(&params);
         }
     }
 
     fn handle_request(&self, id: &Value, method: &str, params: &Args) {
+        match self.admit(id, method, params) {
+            None => {} // refused, and answered so
+            Some(Admission::Legacy) => self.handle_legacy(id, method, params),
+            Some(Admission::Modern(modern)) => modern.handle_modern(id, method, params),
+        }
+    }
+
+    /// The 2025 revisions' methods.
+    fn handle_legacy(&self, id: &Value, method: &str, params: &Args) {
         let reply = match method {
             "initialize" => return self.initialize(id, params),
             "tools/call" => {
@@ -190,4 +226,54 @@ impl Server {
         };
         self.respond(id, reply);
     }
+}
+
+impl Server {
+    /// The 2026-07-28 revision's methods, on a handle whose era is modern (so results get
+    /// `resultType` and log lines their prefix). `ping`, `logging/setLevel` and
+    /// `resources/(un)subscribe` are gone in this revision: method not found.
+    fn handle_modern(&self, id: &Value, method: &str, params: &Args) {
+        self.log_event(&format!("{method} {id}"));
+        let reply = match method {
+            DISCOVER => Ok(self.discover()),
+            "subscriptions/listen" => return self.listen(id, params),
+            "tools/call" => {
+                if let Outcome::Reply(reply) = self.call_tool(id, params) {
+                    self.respond_call(id, reply);
+                }
+                return;
+            }
+            "tools/list" => cacheable(self.list_tools(params)),
+            "resources/list" => cacheable(resources::list_resources()),
+            "resources/read" => cacheable(self.read_resource(params)),
+            "prompts/list" => cacheable(resources::list_prompts()),
+            "prompts/get" => resources::get_prompt(params),
+            _ => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            )),
+        };
+        self.respond(id, reply);
+    }
+}
+
+/// Every modern result says what it is; one without `resultType` is a complete one.
+fn mark_complete(result: &mut Value) {
+    if let Value::Object(fields) = result {
+        if !fields.contains_key("resultType") {
+            fields.insert("resultType".into(), json!("complete"));
+        }
+    }
+}
+
+/// The lists and `resources/read` carry a freshness hint in the 2026-07-28 revision; ours are
+/// never fresh for long (a `notify` changes them), so 0, and private.
+fn cacheable(reply: Reply) -> Reply {
+    reply.map(|mut result| {
+        if let Value::Object(fields) = &mut result {
+            fields.insert("ttlMs".into(), json!(0));
+            fields.insert("cacheScope".into(), json!("private"));
+        }
+        result
+    })
 }

@@ -13,13 +13,16 @@ use super::super::server::Server;
 
 impl Server {
     pub(crate) fn list_tools(&self, params: &Args) -> Reply {
-        let tools = tool_definitions(lock(&self.state).extra_tool);
+        let with_extra = lock(&self.state).extra_tool;
+        let tools = tool_definitions(self.config.era.list_confirm, with_extra);
         pagination::page("tools", &tools, params, self.config.page_size)
     }
 }
 
-/// The tools in listing order; `extra` only exists after `notify {kind: "tools_changed"}`.
-fn tool_definitions(with_extra: bool) -> Vec<Value> {
+/// The tools in listing order; `confirm` is listed only with `DEMO_LIST_CONFIRM` (it is callable
+/// either way, and the listing stays what the existing tests count), `extra` only exists after
+/// `notify {kind: "tools_changed"}`.
+fn tool_definitions(with_confirm: bool, with_extra: bool) -> Vec<Value> {
     let mut tools = vec![
         json!({ "name": "echo", "description": "Echoes the text back.",
             "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } },
@@ -69,6 +72,15 @@ fn tool_definitions(with_extra: bool) -> Vec<Value> {
             "inputSchema": { "type": "object", "properties": {} },
             "annotations": { "readOnlyHint": true } }),
     ];
+    if with_confirm {
+        tools.push(json!({ "name": "confirm",
+            "description": "Asks the client to confirm, `rounds` times (an elicitation; \
+                            multi-round-trip in 2026-07-28, after a state-only round if asked).",
+            "inputSchema": { "type": "object", "properties": {
+                "rounds": { "type": "integer", "minimum": 1, "maximum": 1000, "default": 1 },
+                "state_only": { "type": "boolean", "default": false } } },
+            "annotations": { "readOnlyHint": true } }));
+    }
     if with_extra {
         tools.push(
             json!({ "name": "extra", "description": "Appears after tools_changed.",

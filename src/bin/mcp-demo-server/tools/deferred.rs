@@ -1,6 +1,7 @@
-//! Tools whose answer comes later, from a worker thread: `slow`, `counter` with a delay, and
-//! `ask_client`; with the two things that end such a wait from outside: a cancellation
-//! (`notifications/cancelled`) and the client's response to our own request.
+//! Tools whose answer comes later, from a worker thread: `slow`, `counter` with a delay,
+//! `ask_client` and (in the 2025 era) `confirm`; with the two things that end such a wait from
+//! outside: a cancellation (`notifications/cancelled`) and the client's response to our own
+//! request. (In the 2026-07-28 era `ask_client` and `confirm` answer at once: see `mrtr`.)
 //!
 //! Kept together because they share one rule: the reader thread never blocks, so `ping` and
 //! friends keep being answered while these run, and a call whose entry in `State::running`
@@ -8,7 +9,7 @@
 
 use std::io;
 use std::process;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::thread;
 use std::time::Duration;
 
@@ -18,7 +19,11 @@ use super::super::jsonrpc::{optional, required_str, Args, Reply, RpcError, INTER
 use super::super::persist::bump_count_file;
 use super::super::server::Server;
 use super::super::{lock, stderr_line};
+use super::mrtr::{confirm_request, confirm_rounds, confirmed};
 use super::{structured_result, text_result, Outcome};
+
+/// How often a worker waiting for the client looks for a cancellation.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// Waits `duration` unless a cancellation arrives first; returns true if cancelled.
 fn wait_or_cancel(cancel: &Receiver<()>, duration: Duration) -> bool {
@@ -27,6 +32,23 @@ fn wait_or_cancel(cancel: &Receiver<()>, duration: Duration) -> bool {
         Err(RecvTimeoutError::Timeout) => false,
         // Only the cancellation path drops the sender, so treat that as a cancellation too.
         Err(RecvTimeoutError::Disconnected) => true,
+    }
+}
+
+/// Whether a cancellation has arrived (the cancellation path also drops the sender).
+fn is_cancelled(cancel: &Receiver<()>) -> bool {
+    matches!(cancel.try_recv(), Ok(()) | Err(TryRecvError::Disconnected))
+}
+
+/// Waits for the client's response unless a cancellation arrives first (`None`).
+fn recv_or_cancel(reply: &Receiver<Value>, cancel: &Receiver<()>) -> Option<Value> {
+    loop {
+        match reply.recv_timeout(CANCEL_POLL) {
+            Ok(response) => return Some(response),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) if is_cancelled(cancel) => return None,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
     }
 }
 
@@ -174,17 +196,7 @@ impl Server {
             Some(params @ Value::Object(_)) => Some(params.clone()),
             Some(_) => return Err(RpcError::invalid_params("`params` must be an object")),
         };
-        let (reply_tx, reply_rx) = mpsc::channel();
-        let request_id = {
-            let mut state = lock(&self.state);
-            state.next_server_request += 1;
-            let request_id = format!("srv-{}", state.next_server_request);
-            // Registered before sending; the reader thread (us) routes the response later.
-            state
-                .pending_client_replies
-                .insert(request_id.clone(), reply_tx);
-            request_id
-        };
+        let (request_id, reply_rx) = self.expect_client_reply();
         let mut request = json!({ "jsonrpc": "2.0", "id": request_id, "method": method });
         if let Some(params) = params {
             request["params"] = params;
@@ -194,5 +206,73 @@ impl Server {
             let response = reply_rx.recv().ok()?;
             Some(Ok(client_response_result(&response)))
         })
+    }
+}
+
+impl Server {
+    /// A new id for a request of ours to the client, registered before it is sent; the reader
+    /// thread routes the response to the receiver later.
+    fn expect_client_reply(&self) -> (String, Receiver<Value>) {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        let mut state = lock(&self.state);
+        state.next_server_request += 1;
+        let request_id = format!("srv-{}", state.next_server_request);
+        state
+            .pending_client_replies
+            .insert(request_id.clone(), reply_tx);
+        (request_id, reply_rx)
+    }
+
+    /// `confirm` in the 2025 era: the elicitation is a real request to the client, sent
+    /// `rounds` times in turn; the answer is the last round's `ok`. A client error answers the
+    /// call as `ask_client` does; a cancellation ends the wait. The first request is sent from
+    /// the reader thread, as `ask_client`'s is, so its id and place in the output are fixed.
+    pub(super) fn tool_confirm(&self, id: &Value, args: &Args) -> Result<Outcome, RpcError> {
+        let rounds = confirm_rounds(args)?;
+        optional(args, "state_only", false, Value::as_bool, "a boolean")?;
+        let call_id = id.clone();
+        let mut asked = self.ask_to_confirm(&call_id, 1, rounds);
+        self.spawn_call(id, move |server, cancel| {
+            let mut round = 1;
+            loop {
+                let (request_id, reply_rx) = asked;
+                let Some(response) = recv_or_cancel(&reply_rx, cancel) else {
+                    lock(&server.state)
+                        .pending_client_replies
+                        .remove(&request_id);
+                    return None;
+                };
+                if response.get("error").is_some() {
+                    return Some(Ok(client_response_result(&response)));
+                }
+                if round == rounds {
+                    let result = response.get("result").cloned().unwrap_or_default();
+                    return Some(Ok(confirmed(&result)));
+                }
+                if is_cancelled(cancel) {
+                    return None;
+                }
+                round += 1;
+                asked = server.ask_to_confirm(&call_id, round, rounds);
+            }
+        })
+    }
+
+    /// Sends round `round` of `confirm`'s elicitation, registered for its response first.
+    fn ask_to_confirm(
+        &self,
+        call_id: &Value,
+        round: u64,
+        rounds: u64,
+    ) -> (String, Receiver<Value>) {
+        let (request_id, reply_rx) = self.expect_client_reply();
+        self.log_event(&format!(
+            "mrtr confirm id={call_id} ask {round}/{rounds} {request_id}"
+        ));
+        let mut request = confirm_request();
+        request["jsonrpc"] = json!("2.0");
+        request["id"] = json!(request_id);
+        self.out.send(&request);
+        (request_id, reply_rx)
     }
 }

@@ -1,11 +1,16 @@
 //! The tools: `tools/call` dispatch, the result shapes, and the tools that answer at once.
 //!
 //! Tools that answer later, from a worker thread, are in `deferred`; the listing (names,
-//! schemas, hints) is in `catalogue`. A new tool is added in the catalogue and in
-//! `call_tool` or `call_quick_tool`.
+//! schemas, hints) is in `catalogue`; the 2026-07-28 era's multi-round-trip forms of `confirm`
+//! and `ask_client` are in `mrtr`. A new tool is added in the catalogue and in `call_tool` or
+//! `call_quick_tool`. A tool that notifies (`notify`) does so in the era of its call: to the
+//! session in the 2025 era, to the listens that asked for it in the 2026-07-28 one.
 
 mod catalogue;
 mod deferred;
+mod mrtr;
+
+pub(crate) use mrtr::Flows;
 
 use std::io::Write;
 use std::process;
@@ -14,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use super::jsonrpc::{required_str, required_u64, Args, Reply, RpcError};
+use super::listen::Change;
 use super::lock;
 use super::resources::CLOCK_URI;
 use super::server::Server;
@@ -55,9 +61,17 @@ impl Server {
             .get("_meta")
             .and_then(|meta| meta.get("progressToken"))
             .cloned();
+        let modern = self.era.is_modern();
+        let stray = params.contains_key("inputResponses") || params.contains_key("requestState");
+        if modern && stray && !mrtr::MRTR_TOOLS.contains(&name) {
+            return Outcome::Reply(self.refuse_stray_input(id, name, params));
+        }
         let outcome = match name {
             "slow" => self.tool_slow(id, &args, progress_token),
             "counter" => self.tool_counter(id, &args),
+            "confirm" if modern => Ok(Outcome::Reply(self.mrtr_confirm(id, &args, params))),
+            "confirm" => self.tool_confirm(id, &args),
+            "ask_client" if modern => Ok(Outcome::Reply(self.mrtr_ask_client(id, &args, params))),
             "ask_client" => self.tool_ask_client(id, &args),
             "hang" => {
                 self.log_event(&format!("hang {id}"));
@@ -101,12 +115,18 @@ impl Server {
                     let mut state = lock(&self.state);
                     state.extra_tool = !state.extra_tool;
                 }
-                self.notify("notifications/tools/list_changed", None);
+                if self.era.is_modern() {
+                    self.deliver(Change::ToolsListChanged);
+                } else {
+                    self.notify("notifications/tools/list_changed", None);
+                }
             }
             "log" => {
                 let params =
                     json!({ "level": "info", "logger": "demo", "data": "hello from demo" });
-                self.notify("notifications/message", Some(params));
+                if self.era.wants_log("info") {
+                    self.notify("notifications/message", Some(params));
+                }
             }
             "resource_updated" => {
                 let subscribed = {
@@ -114,7 +134,9 @@ impl Server {
                     state.resource_version += 1;
                     state.subscriptions.contains(CLOCK_URI)
                 };
-                if subscribed {
+                if self.era.is_modern() {
+                    self.deliver(Change::ResourceUpdated(CLOCK_URI));
+                } else if subscribed {
                     let params = json!({ "uri": CLOCK_URI });
                     self.notify("notifications/resources/updated", Some(params));
                 }
