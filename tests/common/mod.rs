@@ -14,9 +14,17 @@ use mcp_supervisor::{
 };
 use tokio::sync::Notify;
 
-/// The in-tree demo server, with a private event log and counter file in `dir`.
+/// The in-tree demo server, with a private event log and counter file in `dir`. It speaks the
+/// session era only (`DEMO_ERA=legacy`); [`demo_in`] picks another.
 pub fn demo(name: &str, dir: &Path) -> ServerConfig {
+    demo_in("legacy", name, dir)
+}
+
+/// The demo server speaking `era`: `legacy`, `modern` (2026-07-28 only) or `dual` (both, as
+/// the current SDKs' servers do).
+pub fn demo_in(era: &str, name: &str, dir: &Path) -> ServerConfig {
     ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcp-demo-server"))
+        .env("DEMO_ERA", era)
         .env(
             "DEMO_EVENT_LOG",
             dir.join(format!("{name}.log")).display().to_string(),
