@@ -121,15 +121,65 @@ impl Strays {
         }
     }
 
-    /// SIGKILLs every remembered process that still runs and is still the same process.
-    pub fn kill(&mut self) {
+    /// SIGKILLs every remembered process that still runs and is still the same process, and
+    /// returns them, to wait for.
+    pub fn kill(&mut self) -> Killed {
+        let mut killed = Vec::new();
         for p in self.0.drain(..) {
             if read_proc(p.pid).is_some_and(|now| now.start == p.start) {
                 // ESRCH (it just exited) is what we want anyway.
                 let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
+                killed.push(p);
             }
         }
+        Killed(killed)
     }
+}
+
+/// How long to wait for killed strays to be gone: SIGKILL takes effect in microseconds, but
+/// `kill` returns before it has.
+const STRAYS_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Strays that were sent SIGKILL: not ours to reap (they were re-parented), so whether they
+/// are gone is read from `/proc`.
+#[derive(Debug, Default)]
+#[must_use = "the processes may still run for a moment: wait for them"]
+pub(crate) struct Killed(Vec<Proc>);
+
+impl Killed {
+    fn all_gone(&mut self) -> bool {
+        self.0.retain(still_runs);
+        self.0.is_empty()
+    }
+
+    /// Waits (bounded) until every one is gone, without blocking the thread.
+    pub async fn wait(mut self) {
+        let deadline = tokio::time::Instant::now() + STRAYS_GONE_WAIT;
+        while !self.all_gone() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    /// The same, blocking: for the blocking pool.
+    pub fn wait_blocking(mut self) {
+        let deadline = std::time::Instant::now() + STRAYS_GONE_WAIT;
+        while !self.all_gone() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Whether `p` still runs: its pid is still it (same start time) and it is not a zombie.
+fn still_runs(p: &Proc) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", p.pid)) else {
+        return false;
+    };
+    // The state is the first field after the command, which ends at the last ')'.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    let same = parse_stat(p.pid, &stat).is_some_and(|now| now.start == p.start);
+    same && !matches!(state, Some('Z' | 'X' | 'x'))
 }
 
 /// SIGKILLs a process group when dropped: however a kill that was handed to the blocking pool
@@ -155,7 +205,8 @@ pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays, 
         Ok(handle) if running => handle,
         _ => {
             drop(group);
-            known.kill();
+            // No runtime to wait on, and a `Drop` must not block: signalled is all we can do.
+            let _ = known.kill();
             return;
         }
     };
@@ -163,7 +214,7 @@ pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays, 
     handle.spawn_blocking(move || {
         known.add(strays_of(leader));
         drop(group);
-        known.kill();
+        known.kill().wait_blocking();
         drop(done);
     });
 }

@@ -127,7 +127,7 @@ impl ProcessHandle {
             self.strays.snapshot(pid).await;
         }
         self.signal_group(Signal::SIGKILL);
-        self.strays.kill();
+        self.strays.kill().wait().await;
         self.wait_exit(Duration::from_secs(5)).await;
         self.pid = None;
     }
@@ -151,7 +151,7 @@ impl ProcessHandle {
         }
         // The leader is gone; whatever it started goes too, in its group or not.
         self.signal_group(Signal::SIGKILL);
-        self.strays.kill();
+        self.strays.kill().wait().await;
         self.pid = None;
     }
 
