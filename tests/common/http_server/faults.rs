@@ -21,22 +21,27 @@ impl Faults {
 
     /// Makes the next POST answered with SSE end abruptly after `events` data events (priming
     /// events don't count), never carrying the final response; undelivered events stay stored
-    /// for a resumption. Resets to `None` once used.
+    /// for a resumption. Resets to `None` once used. In the modern era it applies to the next
+    /// `tools/call` answered with SSE, nothing is stored (the request is lost, the tool still
+    /// runs to its end), and listen streams never take it ([`Faults::cut_listens`] cuts those).
     pub fn drop_sse_after(&self, events: Option<usize>) {
         lock(&self.0.faults).drop_sse_after = events;
     }
 
-    /// Sends `retry: <ms>` at the start of every SSE stream (POST and GET).
+    /// Sends `retry: <ms>` at the start of every SSE stream (POST and GET) of the legacy era
+    /// (modern streams cannot be resumed: they never carry it).
     pub fn retry_ms(&self, ms: Option<u64>) {
         lock(&self.0.faults).retry_ms = ms;
     }
 
-    /// Starts every new SSE stream with a priming event `id: <id>\ndata: \n\n` (default on).
+    /// Starts every new SSE stream with a priming event `id: <id>\ndata: \n\n` (default on;
+    /// legacy era only: modern streams have no event ids).
     pub fn priming(&self, on: bool) {
         lock(&self.0.faults).priming = on;
     }
 
-    /// Sends `: keep-alive` comments on open SSE streams after this much silence.
+    /// Sends `: keep-alive` comments on open SSE streams (listen streams too) after this much
+    /// silence.
     pub fn keepalive_ms(&self, ms: Option<u64>) {
         lock(&self.0.faults).keepalive_ms = ms;
     }
