@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use super::canned::{Canned, Target};
+use super::era::Era;
 use super::state::{lock, Shared};
-use super::{GetMode, SessionGone};
+use super::{listen, tools, GetMode, SessionGone};
 
 /// Switches that change the server's behaviour at run time; clones share the server.
 #[derive(Clone)]
@@ -20,22 +21,27 @@ impl Faults {
 
     /// Makes the next POST answered with SSE end abruptly after `events` data events (priming
     /// events don't count), never carrying the final response; undelivered events stay stored
-    /// for a resumption. Resets to `None` once used.
+    /// for a resumption. Resets to `None` once used. In the modern era it applies to the next
+    /// `tools/call` answered with SSE, nothing is stored (the request is lost, the tool still
+    /// runs to its end), and listen streams never take it ([`Faults::cut_listens`] cuts those).
     pub fn drop_sse_after(&self, events: Option<usize>) {
         lock(&self.0.faults).drop_sse_after = events;
     }
 
-    /// Sends `retry: <ms>` at the start of every SSE stream (POST and GET).
+    /// Sends `retry: <ms>` at the start of every SSE stream (POST and GET) of the legacy era
+    /// (modern streams cannot be resumed: they never carry it).
     pub fn retry_ms(&self, ms: Option<u64>) {
         lock(&self.0.faults).retry_ms = ms;
     }
 
-    /// Starts every new SSE stream with a priming event `id: <id>\ndata: \n\n` (default on).
+    /// Starts every new SSE stream with a priming event `id: <id>\ndata: \n\n` (default on;
+    /// legacy era only: modern streams have no event ids).
     pub fn priming(&self, on: bool) {
         lock(&self.0.faults).priming = on;
     }
 
-    /// Sends `: keep-alive` comments on open SSE streams after this much silence.
+    /// Sends `: keep-alive` comments on open SSE streams (listen streams too) after this much
+    /// silence.
     pub fn keepalive_ms(&self, ms: Option<u64>) {
         lock(&self.0.faults).keepalive_ms = ms;
     }
@@ -71,6 +77,92 @@ impl Faults {
     pub fn clear_canned(&self) {
         lock(&self.0.faults).canned.clear();
     }
+
+    // ---- the modern era (2026-07-28) ----
+
+    /// Switches the era the server speaks (see [`Era`]). Into `Modern`, every session is
+    /// dropped (their GET streams end), as a server restarted modern-only would; into `Legacy`,
+    /// every listen stream is cut.
+    pub fn era(&self, era: Era) {
+        let before = std::mem::replace(&mut lock(&self.0.faults).era, era);
+        if era == Era::Modern && before != Era::Modern {
+            lock(&self.0.sessions).clear();
+        }
+        if era == Era::Legacy && before != Era::Legacy {
+            listen::end_all(&self.0, true);
+        }
+    }
+
+    /// The modern versions the server speaks (default `["2026-07-28"]`): `server/discover`'s
+    /// `supportedVersions`, `-32022`'s `data.supported`, and what the version rule accepts. A
+    /// request whose `MCP-Protocol-Version` names one of them is modern, as is one at
+    /// 2026-07-28.
+    pub fn modern_versions(&self, versions: &[&str]) {
+        lock(&self.0.faults).modern_versions = versions.iter().map(|v| (*v).to_owned()).collect();
+    }
+
+    /// `server/discover`'s `ttlMs` (default 0).
+    pub fn discover_ttl_ms(&self, ms: u64) {
+        lock(&self.0.faults).discover_ttl_ms = ms;
+    }
+
+    /// The `ttlMs` of modern `tools/list` and `resources/read` results (default 0).
+    pub fn list_ttl_ms(&self, ms: u64) {
+        lock(&self.0.faults).list_ttl_ms = ms;
+    }
+
+    /// Whether modern results carry `_meta["io.modelcontextprotocol/serverInfo"]` (default on;
+    /// off: a server that leaves the optional field out, `server/discover` included).
+    pub fn server_info(&self, on: bool) {
+        lock(&self.0.faults).server_info = on;
+    }
+
+    /// Lists `echo_region` (arguments mirrored into `Mcp-Param-Region`/`-Priority`) and
+    /// `confirm` (multi round-trip) in the modern era's `tools/list` (default off, so both eras
+    /// list the same four tools; both can be called in the modern era either way).
+    pub fn modern_tools(&self, on: bool) {
+        lock(&self.0.faults).modern_tools = on;
+    }
+
+    /// Lists the tools with invalid `x-mcp-header` annotations ([`super::INVALID_HEADER_TOOLS`])
+    /// in the modern era's `tools/list`, after the others (default off).
+    pub fn invalid_header_tools(&self, on: bool) {
+        lock(&self.0.faults).invalid_header_tools = on;
+    }
+
+    /// Sends `notifications/tools/list_changed` now: on every legacy session's GET stream and on
+    /// every listen stream that asked for it (a client not listening misses it).
+    pub fn tools_changed(&self) {
+        tools::tools_changed(&self.0);
+        listen::tools_changed(&self.0);
+    }
+
+    /// Ends every listen opened from now on gracefully (its result, then the end of the stream)
+    /// `ms` after its acknowledgement (`None`: listens last until the client closes them).
+    pub fn end_listens_after(&self, ms: Option<u64>) {
+        lock(&self.0.faults).listen_lifetime_ms = ms;
+    }
+
+    /// Ends every open listen gracefully now (its result, then the end of the stream).
+    pub fn end_listens(&self) {
+        listen::end_all(&self.0, false);
+    }
+
+    /// Cuts every open listen now: the stream ends abruptly, without a result.
+    pub fn cut_listens(&self) {
+        listen::end_all(&self.0, true);
+    }
+
+    /// How many times `confirm` asks for input before it completes (default 1, at least 1).
+    pub fn confirm_rounds(&self, rounds: usize) {
+        lock(&self.0.faults).confirm_rounds = rounds.max(1);
+    }
+
+    /// How many answers of each `confirm` flow carry only a `requestState` (load shedding)
+    /// before it asks for input (default 0).
+    pub fn confirm_state_only(&self, answers: usize) {
+        lock(&self.0.faults).confirm_state_only = answers;
+    }
 }
 
 pub(super) struct FaultState {
@@ -84,4 +176,14 @@ pub(super) struct FaultState {
     pub(super) get_mode: GetMode,
     pub(super) session_gone: SessionGone,
     pub(super) canned: Vec<(Target, Canned)>,
+    pub(super) era: Era,
+    pub(super) modern_versions: Vec<String>,
+    pub(super) discover_ttl_ms: u64,
+    pub(super) list_ttl_ms: u64,
+    pub(super) server_info: bool,
+    pub(super) modern_tools: bool,
+    pub(super) invalid_header_tools: bool,
+    pub(super) listen_lifetime_ms: Option<u64>,
+    pub(super) confirm_rounds: usize,
+    pub(super) confirm_state_only: usize,
 }

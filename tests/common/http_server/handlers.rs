@@ -9,6 +9,8 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::canned::{self, Target};
+use super::era::{self, Era};
+use super::modern;
 use super::state::{lock, EventLog, Shared};
 use super::streams::{open_stream, resume, sse_response};
 use super::tools::{read_resource, subscribe, tools_call, tools_list};
@@ -114,6 +116,14 @@ pub(super) async fn handle_post(
     state: Arc<Shared>,
 ) -> HttpResponse {
     let message = serde_json::from_slice::<Value>(body);
+    let (era, versions) = {
+        let faults = lock(&state.faults);
+        (faults.era, faults.modern_versions.clone())
+    };
+    let modern = message
+        .as_ref()
+        .is_ok_and(|m| era::is_modern_post(req, m, &versions));
+    state.see(req, message.as_ref().ok(), modern);
     if let Ok(Some(method)) = message
         .as_ref()
         .map(|m| m.get("method").and_then(Value::as_str))
@@ -158,6 +168,14 @@ pub(super) async fn handle_post(
         Ok(_) => return http_error(StatusCode::BAD_REQUEST, -32600, "Invalid Request"),
         Err(_) => return http_error(StatusCode::BAD_REQUEST, -32700, "Parse error"),
     };
+    match (era, modern) {
+        (Era::Legacy, true) => return era::not_initialized(&state),
+        (_, true) => return modern::post(req, state, message).await,
+        (Era::Modern, false) => {
+            return era::refuse_legacy(&state, req, &Value::Object(message));
+        }
+        _ => {}
+    }
     let method = message.get("method").and_then(Value::as_str);
     let id = message.get("id").filter(|id| !id.is_null()).cloned();
     let params = message.get("params").cloned().unwrap_or(Value::Null);
@@ -179,6 +197,20 @@ pub(super) async fn handle_post(
     }
 }
 
+/// The server's capabilities, the same in both eras.
+pub(super) fn server_capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true},
+        "logging": {},
+    })
+}
+
+/// The server's `Implementation`, the same in both eras.
+pub(super) fn server_info() -> Value {
+    json!({"name": "test-http-server", "version": "1.0.0"})
+}
+
 pub(super) fn initialize(state: &Shared, id: &Value, params: &Value) -> HttpResponse {
     let asked = params.get("protocolVersion").and_then(Value::as_str);
     let version = asked
@@ -186,12 +218,8 @@ pub(super) fn initialize(state: &Shared, id: &Value, params: &Value) -> HttpResp
         .unwrap_or(PROTOCOL_VERSIONS[0]);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": {
-            "tools": {"listChanged": true},
-            "resources": {"subscribe": true},
-            "logging": {},
-        },
-        "serverInfo": {"name": "test-http-server", "version": "1.0.0"},
+        "capabilities": server_capabilities(),
+        "serverInfo": server_info(),
     });
     let session = state.new_session();
     HttpResponse::Ok()
@@ -219,8 +247,23 @@ pub(super) async fn request(
     HttpResponse::Ok().json(reply(&id, result))
 }
 
+/// Whether a GET or DELETE speaks the modern revision, and whether it is answered `405` as
+/// the modern era does.
+fn modern_head(state: &Shared, req: &HttpRequest) -> (bool, bool) {
+    let faults = lock(&state.faults);
+    let modern = era::is_modern_head(req, &faults.modern_versions);
+    let refused = match faults.era {
+        Era::Modern => true,
+        Era::Dual => modern,
+        Era::Legacy => false,
+    };
+    (modern, refused)
+}
+
 pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpResponse {
     let state = state.into_inner();
+    let (modern, refused) = modern_head(&state, &req);
+    state.see(&req, None, modern);
     let last_event_id = header_value(&req, "last-event-id");
     {
         let mut counters = lock(&state.counters);
@@ -233,6 +276,9 @@ pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpRespo
     }
     if let Some(response) = overridden(&state) {
         return response;
+    }
+    if refused {
+        return era::method_not_allowed();
     }
     let mode = lock(&state.faults).get_mode;
     if mode == GetMode::MethodNotAllowed {
@@ -280,8 +326,13 @@ pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpRespo
 
 pub(super) async fn delete(req: HttpRequest, state: web::Data<Shared>) -> HttpResponse {
     lock(&state.counters).deletes += 1;
+    let (modern, refused) = modern_head(&state, &req);
+    state.see(&req, None, modern);
     if let Some(response) = overridden(&state) {
         return response;
+    }
+    if refused {
+        return era::method_not_allowed();
     }
     match check_session(&state, &req) {
         Ok(session) => {

@@ -1,9 +1,13 @@
-//! An in-process MCP Streamable HTTP server (spec revisions 2025-03-26 .. 2025-11-25) on
-//! actix-web, with fault switches, for the HTTP transport's integration tests.
+//! An in-process MCP Streamable HTTP server on actix-web, with fault switches, for the HTTP
+//! transport's integration tests. It speaks the session era (spec revisions 2025-03-26 ..
+//! 2025-11-25) and the stateless 2026-07-28 revision: dual-era by default, one era only when
+//! told ([`Era`]; [`TestHttpServer::start_with`], or [`Faults::era`] at run time).
 //!
 //! The server listens on `127.0.0.1` (port 0 unless restarted with [`TestHttpServer::start_on`])
 //! with one actix-web worker, which runs on its own thread and runtime; all state is behind std
-//! mutexes that are never held across an `.await`. The endpoint is `/mcp`:
+//! mutexes that are never held across an `.await`. The endpoint is `/mcp`. Each POST is
+//! classified (`era`): a modern one carries `MCP-Protocol-Version: 2026-07-28` or a `_meta`
+//! protocol version. In the session (legacy) era:
 //!
 //! - `POST`: one JSON-RPC message. `initialize` creates a session (`Mcp-Session-Id` header);
 //!   everything else needs a live session. Notifications and responses get `202 Accepted`;
@@ -14,25 +18,43 @@
 //!   with `Last-Event-ID`, the resumption of the stream that event belongs to.
 //! - `DELETE`: ends the session.
 //!
+//! In the modern era there are no sessions, no GET stream and no DELETE (`405`): every request
+//! is a POST that must follow the header rules (`headers`: `MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`, `Mcp-Param-*`, the `_meta` keys) and is answered by the modern service
+//! (`modern`): `server/discover`, the lists and calls with `resultType`, `tools/call` streams
+//! without event ids (a cut stream loses the request), `subscriptions/listen` streams (`listen`)
+//! in place of the GET stream, and multi round-trip input for `confirm` (`mrtr`).
+//!
 //! Tools: `echo {text}`, `slow {seconds, steps}` (one progress notification per step when the
 //! call carries `_meta.progressToken`, then "done"), `counter {}` (increments a per-server
 //! counter and answers its value) and `notify_resource {uri}` (sends
-//! `notifications/resources/updated` on the standalone stream if `uri` is subscribed).
+//! `notifications/resources/updated` on the caller's session's standalone stream if `uri` is
+//! subscribed there; called the modern way, on every listen stream subscribed to `uri`). The
+//! modern era also has `echo_region`, `confirm` and the tools with invalid header annotations
+//! (`modern_tools`).
 //!
-//! Event ids are `<streamId>-<seq>`, unique per session. Every event is stored with its stream,
-//! so a client that lost a stream can resume it; a running tool keeps producing events whether
-//! or not a client is attached. Fault switches ([`Faults`]) change the behaviour at run time;
-//! counters ([`Stats`]) tell tests what the server saw.
+//! Event ids are `<streamId>-<seq>`, unique per session. Every event of a session's stream is
+//! stored, so a client that lost a stream can resume it; a running tool keeps producing events
+//! whether or not a client is attached. Fault switches ([`Faults`]) change the behaviour at run
+//! time; counters and the requests seen ([`Stats`]) tell tests what the server saw.
 //!
 //! The parts: here, starting the server and its routes; `state`, sessions and their streams'
 //! event logs; `streams`, SSE response bodies and resumption; `handlers`, the endpoint;
 //! `tools`, the tools and resources; `faults` and `stats`, the switches and counters tests use;
-//! `canned`, the hostile switch that answers anything with any status, headers and body.
+//! `canned`, the hostile switch that answers anything with any status, headers and body; and
+//! for the modern era, `era` (the switch and the classification), `headers` (the header rules),
+//! `modern` (the service), `modern_tools`, `listen` and `mrtr`.
 #![allow(dead_code)]
 
 mod canned;
+mod era;
 mod faults;
 mod handlers;
+mod headers;
+mod listen;
+mod modern;
+mod modern_tools;
+mod mrtr;
 mod state;
 mod stats;
 mod streams;
@@ -45,10 +67,17 @@ use actix_web::{web, App, HttpServer};
 
 #[allow(unused_imports)] // Not every test binary uses the hostile switches.
 pub use canned::{Body, Canned, Target};
+#[allow(unused_imports)] // Not every test binary speaks the modern era.
+pub use era::{Era, MODERN_VERSION};
 pub use faults::Faults;
 use handlers::{delete, get, post};
+#[allow(unused_imports)]
+pub use modern_tools::INVALID_HEADER_TOOLS;
+#[allow(unused_imports)]
+pub use mrtr::{Round, RoundAnswer};
 use state::{lock, Shared};
-pub use stats::Stats;
+#[allow(unused_imports)]
+pub use stats::{Seen, Stats};
 
 /// Protocol versions the server agrees to; anything else is answered with the first.
 const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -81,13 +110,25 @@ pub struct TestHttpServer {
 
 impl TestHttpServer {
     /// Starts on 127.0.0.1:0 (one actix-web worker), returns once it accepts connections.
+    /// Dual-era.
     pub async fn start() -> TestHttpServer {
-        Self::start_on(0).await
+        Self::start_on_with(0, Era::Dual).await
     }
 
-    /// Starts on a given port (to restart "the same server" after stop()).
+    /// Starts on 127.0.0.1:0 speaking `era` from its first request.
+    pub async fn start_with(era: Era) -> TestHttpServer {
+        Self::start_on_with(0, era).await
+    }
+
+    /// Starts on a given port (to restart "the same server" after stop()). Dual-era.
     pub async fn start_on(port: u16) -> TestHttpServer {
-        let shared = Arc::new(Shared::new());
+        Self::start_on_with(port, Era::Dual).await
+    }
+
+    /// Starts on a given port speaking `era` from its first request (to restart "the same
+    /// server" upgraded, or downgraded).
+    pub async fn start_on_with(port: u16, era: Era) -> TestHttpServer {
+        let shared = Arc::new(Shared::new(era));
         let data = web::Data::from(shared.clone());
         let server = HttpServer::new(move || {
             let seen = data.clone();
@@ -141,10 +182,12 @@ impl TestHttpServer {
         Stats(self.shared.clone())
     }
 
-    /// Stops listening and drops all connections and sessions (graceful=false: immediate).
+    /// Stops listening and drops all connections, sessions and listens (graceful=false:
+    /// immediate).
     pub async fn stop(self) {
         self.handle.stop(false).await;
         lock(&self.shared.sessions).clear();
+        listen::end_all(&self.shared, true);
     }
 }
 

@@ -1,5 +1,5 @@
 //! The server's state behind its mutexes: sessions, their SSE streams' event logs (kept for
-//! replay) and the clients attached to them.
+//! replay) and the clients attached to them; the modern era's listens and `confirm` flows.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,14 +11,22 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::era::Era;
 use super::faults::FaultState;
-use super::stats::Counters;
+use super::headers::default_versions;
+use super::listen::Listens;
+use super::mrtr::Flows;
+use super::stats::{Counters, Seen, MAX_SEEN};
 use super::{GetMode, SessionGone};
 
 pub(super) struct Shared {
     pub(super) faults: Mutex<FaultState>,
     pub(super) counters: Mutex<Counters>,
     pub(super) sessions: Mutex<HashMap<String, Session>>,
+    /// The modern era's open `subscriptions/listen` streams.
+    pub(super) listens: Mutex<Listens>,
+    /// The `confirm` tool's multi round-trip flows.
+    pub(super) flows: Mutex<Flows>,
     /// The `counter` tool's value.
     pub(super) counter: AtomicU64,
     /// Makes session ids unique within the server.
@@ -63,7 +71,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(era: Era) -> Self {
         Shared {
             faults: Mutex::new(FaultState {
                 drop_sse_after: None,
@@ -76,9 +84,21 @@ impl Shared {
                 get_mode: GetMode::Allow,
                 session_gone: SessionGone::NotFound,
                 canned: Vec::new(),
+                era,
+                modern_versions: default_versions(),
+                discover_ttl_ms: 0,
+                list_ttl_ms: 0,
+                server_info: true,
+                modern_tools: false,
+                invalid_header_tools: false,
+                listen_lifetime_ms: None,
+                confirm_rounds: 1,
+                confirm_state_only: 0,
             }),
             counters: Mutex::default(),
             sessions: Mutex::default(),
+            listens: Mutex::default(),
+            flows: Mutex::default(),
             counter: AtomicU64::new(0),
             next_session: AtomicU64::new(1),
         }
@@ -96,6 +116,32 @@ impl Shared {
         let mut counters = lock(&self.counters);
         counters.requests += 1;
         counters.last_headers = headers;
+    }
+
+    /// Records a request on `/mcp` for [`super::Stats::seen`] (`message`: a POST's body).
+    pub(super) fn see(&self, req: &HttpRequest, message: Option<&Value>, modern: bool) {
+        let headers = req
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_ascii_lowercase(), value)
+            })
+            .collect();
+        let field = |key: &str| message.and_then(|m| m.get(key));
+        let seen = Seen {
+            http_method: req.method().as_str().to_owned(),
+            rpc_method: field("method").and_then(Value::as_str).map(str::to_owned),
+            id: field("id").cloned(),
+            modern,
+            headers,
+            body: message.cloned().unwrap_or(Value::Null),
+        };
+        let mut counters = lock(&self.counters);
+        if counters.seen.len() >= MAX_SEEN {
+            counters.seen.pop_front();
+        }
+        counters.seen.push_back(seen);
     }
 
     pub(super) fn new_session(&self) -> String {
@@ -137,22 +183,30 @@ impl EventLog {
         let frame = Bytes::from(format!("id: {id}\ndata: {message}\n\n"));
         self.events.push((seq, frame.clone()));
         self.done |= last;
-        let Some(live) = self.live.as_mut() else {
+        Live::deliver(&mut self.live, frame, last);
+    }
+}
+
+impl Live {
+    /// Sends a data event to the attached client, if any, and detaches it after the last one:
+    /// cleanly after the final response, abruptly (`Abort`) when its `budget` runs out.
+    pub(super) fn deliver(live: &mut Option<Live>, frame: Bytes, last: bool) {
+        let Some(attached) = live.as_mut() else {
             return;
         };
-        let keep = match live.budget.as_mut() {
+        let keep = match attached.budget.as_mut() {
             // A stream set to drop never carries the final response.
             Some(_) if last => false,
             Some(left) => {
                 *left -= 1;
-                live.tx.send(Chunk::Data(frame)).is_ok() && *left > 0
+                attached.tx.send(Chunk::Data(frame)).is_ok() && *left > 0
             }
-            None => live.tx.send(Chunk::Data(frame)).is_ok() && !last,
+            None => attached.tx.send(Chunk::Data(frame)).is_ok() && !last,
         };
         if !keep {
-            if let Some(live) = self.live.take() {
-                if live.budget.is_some() {
-                    let _ = live.tx.send(Chunk::Abort);
+            if let Some(gone) = live.take() {
+                if gone.budget.is_some() {
+                    let _ = gone.tx.send(Chunk::Abort);
                 }
             }
         }

@@ -1,10 +1,69 @@
 //! What the server saw, for tests to assert on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde_json::Value;
+
+use super::listen;
+use super::mrtr::Round;
 use super::state::{lock, Shared};
+
+/// Requests kept for [`Stats::seen`] (the oldest are forgotten first).
+pub(super) const MAX_SEEN: usize = 512;
+
+/// One request on `/mcp` as the server saw it (see [`Stats::seen`]).
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// `POST`, `GET` or `DELETE`.
+    pub http_method: String,
+    /// A POST's JSON-RPC `method`, if it has one.
+    pub rpc_method: Option<String>,
+    /// A POST's JSON-RPC `id`, if it has one.
+    pub id: Option<Value>,
+    /// Whether it spoke the modern revision (the `MCP-Protocol-Version` header, or a POST body's
+    /// `_meta` version; never for `initialize`), whatever the server then answered.
+    pub modern: bool,
+    /// Every header as sent, names in lowercase, in order, repeated ones repeated.
+    pub headers: Vec<(String, String)>,
+    /// A POST's body as JSON (`null` if it was not JSON, and for GET and DELETE).
+    pub body: Value,
+}
+
+impl Seen {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of header `name` (any case), in order.
+    pub fn header_values(&self, name: &str) -> Vec<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The `Mcp-Param-*` headers: (the name after the prefix, lowercase; the value).
+    pub fn param_headers(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("mcp-param-")?.to_owned(), v.clone())))
+            .collect()
+    }
+
+    /// The body's `params._meta`, if any.
+    pub fn meta(&self) -> Option<&Value> {
+        self.body.get("params")?.get("_meta")
+    }
+}
 
 /// What the server saw; clones share the server.
 #[derive(Clone)]
@@ -82,6 +141,65 @@ impl Stats {
     pub fn sessions(&self) -> usize {
         lock(&self.0.sessions).len()
     }
+
+    /// The last requests on `/mcp` (at most 512), oldest first: every POST (counted before any
+    /// switch answers it, canned ones too), GET and DELETE, with its headers and body.
+    pub fn seen(&self) -> Vec<Seen> {
+        lock(&self.0.counters).seen.iter().cloned().collect()
+    }
+
+    /// The POSTs of JSON-RPC `method` among [`Stats::seen`], oldest first.
+    pub fn seen_posts(&self, method: &str) -> Vec<Seen> {
+        lock(&self.0.counters)
+            .seen
+            .iter()
+            .filter(|s| s.rpc_method.as_deref() == Some(method))
+            .cloned()
+            .collect()
+    }
+
+    /// The last POST of JSON-RPC `method`.
+    pub fn last_post(&self, method: &str) -> Option<Seen> {
+        self.seen_posts(method).pop()
+    }
+
+    /// POSTs the modern service handled (after the era switch let them through; before the
+    /// header rules).
+    pub fn modern_posts(&self) -> usize {
+        lock(&self.0.counters).modern_posts
+    }
+
+    /// Requests refused with JSON-RPC error `code` by the era switch, the modern header rules
+    /// or the modern service (`-32000` of a legacy-only server, `-32020`, `-32021`, `-32022`,
+    /// a `-32602` for `_meta`, `-32601` for a method the modern era lacks).
+    pub fn rejected(&self, code: i64) -> usize {
+        lock(&self.0.counters)
+            .rejected
+            .get(&code)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `subscriptions/listen` streams open now (a stream the client closed no longer counts).
+    pub fn open_listens(&self) -> usize {
+        listen::open_filters(&self.0).len()
+    }
+
+    /// The open listens: (subscription id = the listen's JSON-RPC id, honoured filter), oldest
+    /// first.
+    pub fn listens(&self) -> Vec<(Value, Value)> {
+        listen::open_filters(&self.0)
+    }
+
+    /// Listens acknowledged since the server started.
+    pub fn listens_opened(&self) -> usize {
+        lock(&self.0.listens).opened
+    }
+
+    /// Every `tools/call confirm` round the server answered, oldest first.
+    pub fn rounds(&self) -> Vec<Round> {
+        lock(&self.0.counters).rounds.clone()
+    }
 }
 
 #[derive(Default)]
@@ -97,4 +215,8 @@ pub(super) struct Counters {
     pub(super) post_times: HashMap<String, Vec<Instant>>,
     pub(super) get_times: Vec<Instant>,
     pub(super) chunks_sent: usize,
+    pub(super) seen: VecDeque<Seen>,
+    pub(super) modern_posts: usize,
+    pub(super) rejected: HashMap<i64, usize>,
+    pub(super) rounds: Vec<Round>,
 }

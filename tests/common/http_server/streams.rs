@@ -1,13 +1,16 @@
-//! SSE streams: opening one in a session, resuming one after `Last-Event-ID`, and the response
-//! body that feeds an attached client (keep-alives while quiet, an abrupt end on `Abort`).
+//! SSE streams: opening one in a session, resuming one after `Last-Event-ID`, a [`Direct`]
+//! stream outside any session (the modern era's: no event ids, nothing kept, no resumption),
+//! and the response body that feeds an attached client (keep-alives while quiet, an abrupt end
+//! on `Abort`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;
 use bytes::Bytes;
 use futures_util::Stream;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::handlers::http_error;
@@ -49,6 +52,32 @@ pub(super) fn open_stream(
         session.standalone = Some(stream);
     }
     Some((stream, rx))
+}
+
+/// A response stream of one modern request: data events without ids, not stored, so a cut
+/// stream loses what was not delivered. Clones feed the same stream.
+#[derive(Clone)]
+pub(super) struct Direct(Arc<Mutex<Option<Live>>>);
+
+impl Direct {
+    /// A new stream; `budget` as for [`open_stream`] (`drop_sse_after`).
+    pub(super) fn open(budget: Option<usize>) -> (Direct, mpsc::UnboundedReceiver<Chunk>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let live = if budget == Some(0) {
+            let _ = tx.send(Chunk::Abort);
+            None
+        } else {
+            Some(Live { tx, budget })
+        };
+        (Direct(Arc::new(Mutex::new(live))), rx)
+    }
+
+    /// Sends `message` if the client is still attached; `last`: the response, which ends the
+    /// stream.
+    pub(super) fn send(&self, message: &Value, last: bool) {
+        let frame = Bytes::from(format!("data: {message}\n\n"));
+        Live::deliver(&mut lock(&self.0), frame, last);
+    }
 }
 
 /// Replays the events after `last_event_id` of its stream, then keeps the client attached

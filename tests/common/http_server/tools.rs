@@ -1,4 +1,6 @@
-//! The tools (`echo`, `slow`, `counter`, `notify_resource`) and the resources the server serves.
+//! The tools (`echo`, `slow`, `counter`, `notify_resource`; in the modern era also `echo_region`,
+//! `confirm` and the tools with invalid `x-mcp-header` annotations) and the resources the server
+//! serves.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -10,9 +12,33 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use super::handlers::{http_error, reply};
+use super::listen;
 use super::state::{lock, Shared};
-use super::streams::{open_stream, sse_response};
+use super::streams::{open_stream, sse_response, Direct};
 use super::TOOLS;
+
+/// Who runs a tool: a legacy session, or a modern request (no session).
+pub(super) enum Caller {
+    Session(String),
+    Modern,
+}
+
+/// Where a running tool's progress notifications go.
+pub(super) enum Emit {
+    /// A stream of a legacy session (stored for resumption).
+    Session { session: String, stream: u64 },
+    /// A modern request's response stream.
+    Direct(Direct),
+}
+
+impl Emit {
+    fn emit(&self, state: &Shared, message: &Value) {
+        match self {
+            Emit::Session { session, stream } => state.emit(session, *stream, message, false),
+            Emit::Direct(direct) => direct.send(message, false),
+        }
+    }
+}
 
 // ---- tools and resources ----
 
@@ -80,7 +106,8 @@ pub(super) async fn tools_call(
         let (tx, rx) = oneshot::channel();
         let task_state = state.clone();
         actix_web::rt::spawn(async move {
-            let _ = tx.send(run_tool(&task_state, &session, &name, &args, None).await);
+            let caller = Caller::Session(session);
+            let _ = tx.send(run_tool(&task_state, &caller, &name, &args, None).await);
         });
         let result = rx
             .await
@@ -92,20 +119,24 @@ pub(super) async fn tools_call(
     };
     let task_state = state.clone();
     actix_web::rt::spawn(async move {
-        let progress = token.map(|token| (token, stream));
-        let result = run_tool(&task_state, &session, &name, &args, progress).await;
+        let progress = token.map(|token| {
+            let session = session.clone();
+            (token, Emit::Session { session, stream })
+        });
+        let caller = Caller::Session(session.clone());
+        let result = run_tool(&task_state, &caller, &name, &args, progress).await;
         task_state.emit(&session, stream, &reply(&id, result), true);
     });
     sse_response(&state, rx)
 }
 
-/// Executes a tool. `progress`: the progress token and the stream to send notifications on.
+/// Executes a tool. `progress`: the progress token and where to send notifications.
 pub(super) async fn run_tool(
     state: &Shared,
-    session: &str,
+    caller: &Caller,
     name: &str,
     args: &Value,
-    progress: Option<(Value, u64)>,
+    progress: Option<(Value, Emit)>,
 ) -> Result<Value, (i64, String)> {
     *lock(&state.counters)
         .tool_calls
@@ -120,12 +151,27 @@ pub(super) async fn run_tool(
         "counter" => (state.counter.fetch_add(1, Ordering::SeqCst) + 1).to_string(),
         "notify_resource" => {
             let uri = args.get("uri").and_then(Value::as_str).unwrap_or_default();
-            notify_resource(state, session, uri);
+            match caller {
+                Caller::Session(session) => notify_resource(state, session, uri),
+                Caller::Modern => listen::resource_updated(state, uri),
+            }
             "ok".to_owned()
         }
         "slow" => {
-            slow(state, session, args, progress).await;
+            slow(state, args, progress).await;
             "done".to_owned()
+        }
+        "echo_region" if matches!(caller, Caller::Modern) => {
+            let region = args.get("region").and_then(Value::as_str);
+            let text = args.get("text").and_then(Value::as_str);
+            format!(
+                "{}: {}",
+                region.unwrap_or_default(),
+                text.unwrap_or_default()
+            )
+        }
+        bad if matches!(caller, Caller::Modern) && bad.starts_with("bad_") => {
+            "this tool should have been dropped from the list".to_owned()
         }
         _ => return Err((-32602, format!("Unknown tool: {name}"))),
     };
@@ -134,12 +180,7 @@ pub(super) async fn run_tool(
 
 /// The `slow` tool: `seconds` (default 1) split into `steps` (default 1) sleeps, each followed
 /// by a progress notification when the call asked for progress.
-pub(super) async fn slow(
-    state: &Shared,
-    session: &str,
-    args: &Value,
-    progress: Option<(Value, u64)>,
-) {
+pub(super) async fn slow(state: &Shared, args: &Value, progress: Option<(Value, Emit)>) {
     let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
     let seconds = if seconds.is_finite() {
         seconds.clamp(0.0, 3600.0)
@@ -158,7 +199,7 @@ pub(super) async fn slow(
     let step = Duration::from_secs_f64(seconds / steps as f64);
     for done in 1..=steps {
         tokio::time::sleep(step).await;
-        if let Some((token, stream)) = &progress {
+        if let Some((token, emit)) = &progress {
             let notification = json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/progress",
@@ -169,7 +210,7 @@ pub(super) async fn slow(
                     "message": format!("step {done}/{steps}"),
                 },
             });
-            state.emit(session, *stream, &notification, false);
+            emit.emit(state, &notification);
         }
     }
 }
@@ -225,4 +266,20 @@ pub(super) fn read_resource(params: &Value) -> Result<Value, (i64, String)> {
     Ok(json!({"contents": [
         {"uri": uri, "mimeType": "text/plain", "text": format!("contents of {uri}")},
     ]}))
+}
+
+/// Sends `notifications/tools/list_changed` on every legacy session's standalone stream that
+/// has a client attached ([`super::Faults::tools_changed`]).
+pub(super) fn tools_changed(state: &Shared) {
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    for session in lock(&state.sessions).values_mut() {
+        let Some(stream) = session.standalone else {
+            continue;
+        };
+        if let Some(log) = session.streams.get_mut(&stream) {
+            if log.attached() {
+                log.push(stream, &notification, false);
+            }
+        }
+    }
 }
