@@ -47,6 +47,11 @@ pub(crate) struct CallEntry {
     pub fresh: bool,
     /// Written on the current connection and not answered yet.
     pub sent: bool,
+    /// The server asked for input (2026-07-28): neither written nor waiting while the
+    /// application's handler answers, then sent again for the next round.
+    pub held: bool,
+    /// Rounds of input asked for so far.
+    pub rounds: u32,
     /// For `tools/call`: the tool's name, to look up its annotations.
     pub tool: Option<String>,
     pub progress: Option<ProgressRoute>,
@@ -124,6 +129,8 @@ impl CallEntry {
             wire_id: id,
             fresh: true,
             sent: false,
+            held: false,
+            rounds: 0,
             tool,
             progress,
         };

@@ -40,6 +40,7 @@ pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 mod call_handlers;
 mod control;
 mod inbound;
+mod input_rounds;
 mod liveness;
 mod subscriptions;
 mod tools;

@@ -59,8 +59,7 @@ impl ServerRequests {
             outbound.send(jsonrpc::response_line(&id, &Ok(json!({}))));
             return;
         }
-        let Some(handler) = self.handler.clone() else {
-            tracing::debug!(server = %self.server, method = %server_text(&method), "server request without a handler");
+        let Some(asked) = self.ask(method, params) else {
             let error = RpcError::new(
                 codes::METHOD_NOT_FOUND,
                 "the client has no handler for this method",
@@ -68,37 +67,75 @@ impl ServerRequests {
             outbound.send(jsonrpc::response_line(&id, &Err(error)));
             return;
         };
-        if self.in_flight.fetch_add(1, Ordering::Relaxed) >= MAX_IN_FLIGHT {
-            self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let outbound = outbound.clone();
+        actix::spawn(async move {
+            let outcome = asked.await;
+            outbound.send(jsonrpc::response_line(&id, &outcome));
+        });
+    }
+
+    /// Asks the application's handler `method` (a server's request, or an input request of a
+    /// multi-round-trip result), within the timeout and the in-flight bound; `None` without a
+    /// handler. A handler that is gone, busy or slow is an error answer, never a wait.
+    pub fn ask(
+        &self,
+        method: String,
+        params: Option<Value>,
+    ) -> Option<impl std::future::Future<Output = Result<Value, RpcError>> + 'static> {
+        let Some(handler) = self.handler.clone() else {
+            tracing::debug!(server = %self.server, method = %server_text(&method), "server request without a handler");
+            return None;
+        };
+        let slot = Slot::take(&self.in_flight);
+        let busy = slot.0 > MAX_IN_FLIGHT;
+        if busy {
             tracing::debug!(server = %self.server, method = %server_text(&method), "server request refused: too many in flight");
-            let error = RpcError::new(
-                codes::INTERNAL_ERROR,
-                format!("the client is busy: {MAX_IN_FLIGHT} requests from this server are already waiting"),
-            );
-            outbound.send(jsonrpc::response_line(&id, &Err(error)));
-            return;
         }
         let request = ServerRequest {
             server: self.server.to_string(),
             method,
             params,
         };
-        let (outbound, in_flight, timeout) =
-            (outbound.clone(), self.in_flight.clone(), self.timeout);
-        actix::spawn(async move {
-            let outcome = match tokio::time::timeout(timeout, handler.send(request)).await {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(e)) => Err(RpcError::new(
+        let timeout = self.timeout;
+        Some(async move {
+            let _slot = slot;
+            let outcome = if busy {
+                Err(RpcError::new(
                     codes::INTERNAL_ERROR,
-                    format!("the client's request handler is gone: {e}"),
-                )),
-                Err(_) => Err(RpcError::new(
-                    codes::INTERNAL_ERROR,
-                    format!("the client's request handler did not answer within {timeout:?}"),
-                )),
+                    format!("the client is busy: {MAX_IN_FLIGHT} requests from this server are already waiting"),
+                ))
+            } else {
+                match tokio::time::timeout(timeout, handler.send(request)).await {
+                    Ok(Ok(outcome)) => outcome,
+                    Ok(Err(e)) => Err(RpcError::new(
+                        codes::INTERNAL_ERROR,
+                        format!("the client's request handler is gone: {e}"),
+                    )),
+                    Err(_) => Err(RpcError::new(
+                        codes::INTERNAL_ERROR,
+                        format!("the client's request handler did not answer within {timeout:?}"),
+                    )),
+                }
             };
-            in_flight.fetch_sub(1, Ordering::Relaxed);
-            outbound.send(jsonrpc::response_line(&id, &outcome));
-        });
+            outcome
+        })
+    }
+}
+
+/// One request counted in flight until dropped, however its future ends (answered, or
+/// dropped with an actor that stopped).
+struct Slot(usize, Arc<AtomicUsize>);
+
+impl Slot {
+    /// Counts one more; `.0` is the count with it.
+    fn take(in_flight: &Arc<AtomicUsize>) -> Self {
+        let now = in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        Slot(now, in_flight.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.1.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -9,7 +9,7 @@ use crate::common::until;
 
 #[actix::test]
 async fn discover_describes_the_server_and_no_session_is_made() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     server.faults().discover_ttl_ms(1234);
     let url = server.url();
     let answer = Req::modern(json!(1), "server/discover", json!({}))
@@ -158,7 +158,7 @@ async fn a_modern_only_server_refuses_initialize_and_every_legacy_request() {
 
 #[actix::test]
 async fn a_dual_era_server_decides_per_request_and_can_be_upgraded_at_run_time() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let init = Req::legacy(
         json!(1),

@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use crate::client::*;
-use crate::common::http_server::{TestHttpServer, INVALID_HEADER_TOOLS};
+use crate::common::http_server::{Era, TestHttpServer, INVALID_HEADER_TOOLS};
 
 #[actix::test]
 async fn every_header_rule_is_enforced_with_the_requests_id() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let list = Req::modern(json!("L"), "tools/list", json!({}));
     let read = Req::modern(json!(9), "resources/read", json!({"uri": "test://r"}));
@@ -113,7 +113,7 @@ async fn every_header_rule_is_enforced_with_the_requests_id() {
 
 #[actix::test]
 async fn the_headers_of_every_request_are_recorded() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     server.faults().json_responses(true);
     call(1, "echo", json!({"text": "x"}))
         .header("Mcp-Param-Anything", "")
@@ -148,7 +148,7 @@ async fn the_headers_of_every_request_are_recorded() {
 
 #[actix::test]
 async fn echo_region_checks_its_param_headers_and_the_lists_follow_their_switches() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let region = |id, region: &str, header: Option<&str>| {
         let req = call(id, "echo_region", json!({"region": region, "text": "hi"}));

@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use crate::client::*;
-use crate::common::http_server::{RoundAnswer, TestHttpServer};
+use crate::common::http_server::{Era, RoundAnswer, TestHttpServer};
 
 #[actix::test]
 async fn confirm_completes_only_with_the_verbatim_state() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let confirm = |id| call(id, "confirm", json!({}));
     let first = confirm(1).send(&url).await.response().await;

@@ -4,12 +4,12 @@
 use serde_json::json;
 
 use crate::client::*;
-use crate::common::http_server::TestHttpServer;
+use crate::common::http_server::{Era, TestHttpServer};
 use crate::common::until;
 
 #[actix::test]
 async fn a_call_streams_progress_without_event_ids_and_a_cut_loses_it() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let slow = call(1, "slow", json!({"seconds": 0.1, "steps": 2}))
         .meta("progressToken", Some(json!("p1")));
@@ -56,7 +56,7 @@ async fn a_call_streams_progress_without_event_ids_and_a_cut_loses_it() {
 
 #[actix::test]
 async fn a_listen_is_acknowledged_carries_its_notifications_and_ends_gracefully() {
-    let server = TestHttpServer::start().await;
+    let server = TestHttpServer::start_with(Era::Dual).await;
     let url = server.url();
     let stats = server.stats();
     let filter = json!({

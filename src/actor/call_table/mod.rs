@@ -18,6 +18,8 @@ use crate::actor::calls::{CallEntry, Receipt};
 use crate::actor::messages::Call;
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
+
+mod input_rounds;
 use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
@@ -157,6 +159,22 @@ impl CallTable {
     }
 
     fn write(&mut self, key: u64, wire: Option<&Wire>) {
+        let Some(entry) = self.calls.get_mut(&key) else {
+            return;
+        };
+        // A round after the server asked for input is the same send, not a re-send.
+        let round = std::mem::take(&mut entry.held);
+        if !round {
+            entry.sends += 1;
+            if entry.sends > 1 {
+                self.counters.calls_resent += 1;
+            }
+        }
+        self.put_on_wire(key, wire);
+    }
+
+    /// Writes call `key` under a new request id unless this is its first write.
+    fn put_on_wire(&mut self, key: u64, wire: Option<&Wire>) {
         let (Some(wire), Some(entry)) = (wire, self.calls.get_mut(&key)) else {
             return;
         };
@@ -166,10 +184,6 @@ impl CallTable {
         }
         entry.fresh = false;
         entry.sent = true;
-        entry.sends += 1;
-        if entry.sends > 1 {
-            self.counters.calls_resent += 1;
-        }
         self.by_wire.insert(entry.wire_id, key);
         wire.request(entry.wire_id, &entry.method, entry.params.as_ref());
     }
@@ -347,6 +361,18 @@ impl CallTable {
         let Some(entry) = self.remove(id) else {
             return AfterExpire::Nothing;
         };
+        if entry.held {
+            // Waiting for the application's answers to the server's questions: the server
+            // holds nothing for it, so there is nothing to cancel or check.
+            self.counters.calls_timed_out += 1;
+            let error = Error::Timeout {
+                server: self.server.to_string(),
+                method: entry.method.clone(),
+                timeout: entry.timeout,
+            };
+            entry.answer(Err(error));
+            return AfterExpire::Nothing;
+        }
         if !entry.sent {
             self.waiting.retain(|w| *w != id);
             self.counters.calls_failed += 1;

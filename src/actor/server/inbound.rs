@@ -10,13 +10,24 @@ use serde_json::Value;
 
 use super::ServerActor;
 use crate::actor::messages::ServerEvent;
-use crate::protocol::jsonrpc::Inbound;
+use crate::protocol::era::Era;
+use crate::protocol::jsonrpc::{self, codes, Inbound, RpcError};
 use crate::protocol::text::server_text;
 
 impl ServerActor {
     pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
         match message {
-            Inbound::Response { id, result } => self.calls.on_response(&id, result),
+            Inbound::Response { id, result } => {
+                if self
+                    .live
+                    .as_ref()
+                    .is_some_and(|l| l.wire.era() == Era::Modern)
+                {
+                    self.on_modern_response(&id, result, ctx);
+                } else {
+                    self.calls.on_response(&id, result);
+                }
+            }
             Inbound::Error {
                 id: Some(id),
                 error,
@@ -25,10 +36,22 @@ impl ServerActor {
                 tracing::warn!(server = %self.name, code = error.code, message = %server_text(&error.message), "server reported an error it could not attribute to a request");
             }
             Inbound::Request { id, method, params } => {
-                if let Some(live) = &self.live {
-                    self.server_requests
-                        .answer(live.wire.outbound(), id, method, params);
+                let Some(live) = &self.live else { return };
+                if live.wire.era() == Era::Modern {
+                    // The 2026-07-28 revision asks for input in results, never with requests
+                    // of the server's own.
+                    tracing::debug!(server = %self.name, method = %server_text(&method), "a modern server sent a request; refused");
+                    let error = RpcError::new(
+                        codes::METHOD_NOT_FOUND,
+                        "servers of the 2026-07-28 revision ask for input with input_required results",
+                    );
+                    live.wire
+                        .outbound()
+                        .send(jsonrpc::response_line(&id, &Err(error)));
+                    return;
                 }
+                self.server_requests
+                    .answer(live.wire.outbound(), id, method, params);
             }
             Inbound::Notification { method, params } => self.on_notification(method, params, ctx),
         }

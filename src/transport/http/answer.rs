@@ -138,22 +138,16 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
     let status = response.status();
     let retry_after = shared.retry_after(&response);
     let authorization = matches!(status.as_u16(), 401 | 403);
-    let detail = match redirect(&response) {
-        Some(detail) => detail,
-        None if modern && !is_overloaded(status) && !authorization => {
-            // The 2026-07-28 revision answers its errors (-32020, -32022, ...) with a JSON-RPC
-            // error in the body of a 4xx: that error is the answer to this request.
+    let (detail, body) = match redirect(&response) {
+        Some(detail) => (detail, None),
+        None if !is_overloaded(status) && !authorization => {
             let body = error_body(&mut response).await;
-            if let Some(id) = id {
-                if rpc_error_answer(shared, &body, id).await {
-                    return;
-                }
-            }
-            String::from_utf8_lossy(&body).chars().take(300).collect()
+            let detail = String::from_utf8_lossy(&body).chars().take(300).collect();
+            (detail, Some(body))
         }
-        None => error_detail(&mut response).await,
+        None => (error_detail(&mut response).await, None),
     };
-    if session_gone(had_session, status, &detail) {
+    if !modern && session_gone(had_session, status, &detail) {
         if let Some(id) = id {
             shared.emit(TransportEvent::Rejected(vec![id])).await;
         }
@@ -163,6 +157,14 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
             )))
             .await;
         return;
+    }
+    // A JSON-RPC error in the body is the server's answer to this request: the 2026-07-28
+    // revision answers its errors (-32020, -32022, ...) that way, and a modern-only server
+    // refuses a legacy `initialize` with -32022 so.
+    if let (Some(id), Some(body)) = (id, &body) {
+        if rpc_error_answer(shared, body, id).await {
+            return;
+        }
     }
     let error = match status.as_u16() {
         // Refused unprocessed: the caller may try again, after the server's `Retry-After`; a

@@ -1,0 +1,11 @@
+//! The client in both protocol eras: negotiation (every fallback), the modern revision's
+//! requests and headers, multi-round-trip requests, and a server that changes era while it is
+//! supervised. The servers are the in-tree demo server (stdio, `DEMO_ERA`) and the in-tree HTTP
+//! test server (`Era`), each speaking the session era, the 2026-07-28 revision, or both.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod http;
+mod mrtr;
+mod negotiation;

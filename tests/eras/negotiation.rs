@@ -1,0 +1,152 @@
+//! Which era a server is spoken to in, and why: `auto` tries the modern way first and falls
+//! back on any other answer; a pinned era refuses the other; what was found is remembered.
+
+use std::time::Duration;
+
+use mcp_supervisor::protocol::era::{Era, ProtocolChoice};
+use mcp_supervisor::{CallTool, ErrorKind, ServerState};
+use serde_json::json;
+
+use crate::common::*;
+
+async fn era_of(sup: &actix::Addr<mcp_supervisor::Supervisor>, name: &str) -> (Era, String) {
+    let st = status(sup, name).await;
+    (
+        st.era.expect("connected once"),
+        st.protocol_version.expect("a version"),
+    )
+}
+
+#[actix::test]
+async fn auto_speaks_modern_to_a_modern_or_dual_server_and_legacy_to_a_legacy_one() {
+    let dir = tempdir();
+    let servers = [
+        demo_in("modern", "modern", &path(&dir)),
+        demo_in("dual", "dual", &path(&dir)),
+        demo_in("legacy", "legacy", &path(&dir)),
+    ];
+    let (sup, events) = start_supervisor(quick_settings(), servers);
+    for name in ["modern", "dual", "legacy"] {
+        events.ready(name, 1).await;
+        let echo =
+            CallTool::new(name, "echo", json!({"text": name})).timeout(Duration::from_secs(5));
+        let result = sup
+            .send(echo)
+            .await
+            .unwrap()
+            .expect("an answer in either era");
+        assert_eq!(text_of(&result), name);
+    }
+    assert_eq!(
+        era_of(&sup, "modern").await,
+        (Era::Modern, "2026-07-28".into())
+    );
+    assert_eq!(
+        era_of(&sup, "dual").await,
+        (Era::Modern, "2026-07-28".into())
+    );
+    assert_eq!(
+        era_of(&sup, "legacy").await,
+        (Era::Legacy, "2025-11-25".into())
+    );
+    // The modern servers saw no initialize; the legacy one saw the probe, then the handshake.
+    assert!(!event_log(&path(&dir), "modern")
+        .iter()
+        .any(|l| l.contains("initialize")));
+    let legacy = event_log(&path(&dir), "legacy");
+    assert!(
+        legacy.iter().any(|l| l.contains("initialize")),
+        "{legacy:?}"
+    );
+}
+
+#[actix::test]
+async fn a_pinned_era_is_spoken_or_refused() {
+    let dir = tempdir();
+    let servers = [
+        demo_in("dual", "to-legacy", &path(&dir)).protocol(ProtocolChoice::Legacy),
+        demo_in("legacy", "wrong", &path(&dir)).protocol(ProtocolChoice::Modern),
+    ];
+    let (sup, events) = start_supervisor(quick_settings(), servers);
+    events.ready("to-legacy", 1).await;
+    assert_eq!(era_of(&sup, "to-legacy").await.0, Era::Legacy);
+    assert!(
+        !event_log(&path(&dir), "to-legacy")
+            .iter()
+            .any(|l| l.contains("server/discover")),
+        "no probe when the era is pinned"
+    );
+    // A legacy-only server pinned modern: no version in common, Failed at once.
+    let failed = events.state("wrong", "failed", 1).await;
+    let st = status(&sup, "wrong").await;
+    let error = st.last_error.expect("why");
+    assert_eq!(
+        error.kind(),
+        ErrorKind::UnsupportedProtocolVersion,
+        "{error}"
+    );
+    assert!(
+        matches!(
+            st.state,
+            ServerState::Failed {
+                revive_at: None,
+                ..
+            }
+        ),
+        "{failed:?}"
+    );
+}
+
+#[actix::test]
+async fn a_version_refused_with_minus_32022_is_asked_again() {
+    // The first modern request of each connection is refused whatever it asks for, as the
+    // conformance suite's request-metadata server does: the client retries with the named
+    // version once.
+    let dir = tempdir();
+    let config = demo_in("modern", "picky", &path(&dir)).env("DEMO_REJECT_FIRST_MODERN", "1");
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("picky", 1).await;
+    assert_eq!(era_of(&sup, "picky").await.0, Era::Modern);
+}
+
+#[actix::test]
+async fn a_server_that_speaks_no_version_of_ours_fails_at_once_naming_its_versions() {
+    let dir = tempdir();
+    let config = demo_in("modern", "future", &path(&dir)).env("DEMO_MODERN_VERSIONS", "2099-01-01");
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.state("future", "failed", 1).await;
+    let error = status(&sup, "future").await.last_error.expect("why");
+    assert_eq!(
+        error.kind(),
+        ErrorKind::UnsupportedProtocolVersion,
+        "{error}"
+    );
+    assert!(error.to_string().contains("2099-01-01"), "{error}");
+    // No retries: the start-up WARNs never came.
+    assert!(!events
+        .messages("future")
+        .iter()
+        .any(|m| m.contains("attempt 1/3")));
+}
+
+#[actix::test]
+async fn a_stdio_server_that_exits_on_the_probe_gets_the_handshake_next() {
+    let script = json!({"rules": [{"method": "server/discover", "do": [{"exit": 1}]}]});
+    let (sup, events) = start_supervisor(quick_settings(), [hostile("old", script)]);
+    events.ready("old", 1).await;
+    assert_eq!(era_of(&sup, "old").await.0, Era::Legacy);
+    // One start-up retry for the probe's casualty, then the handshake.
+    assert_eq!(
+        events.messages("old"),
+        ["Reconnecting to MCP server (attempt 1/3)…", "Connected"]
+    );
+}
+
+#[actix::test]
+async fn a_probe_that_gets_no_answer_falls_back_to_the_handshake() {
+    let script = json!({"rules": [{"method": "server/discover", "do": []}]});
+    let (sup, events) = start_supervisor(quick_settings(), [hostile("mute", script)]);
+    events.ready("mute", 1).await;
+    assert_eq!(era_of(&sup, "mute").await.0, Era::Legacy);
+    assert_eq!(events.messages("mute"), ["Connected"]);
+}
