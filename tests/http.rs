@@ -174,9 +174,8 @@ async fn a_stream_cut_mid_call_is_resumed_after_the_servers_retry_delay() {
     server.stop().await;
 }
 
-#[actix::test]
 async fn calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let port = server.port();
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.ready("web", 1).await;
@@ -199,7 +198,7 @@ async fn calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline() 
 
     // The outage lasts three seconds, then the server is back on the same port.
     tokio::time::sleep(Duration::from_secs(3).saturating_sub(outage.elapsed())).await;
-    let server = TestHttpServer::start_on(port).await;
+    let server = http_server_on(port).await;
     let result = patient.await.unwrap().unwrap();
     assert_eq!(text_of(&result), "patient");
     events.ready("web", 2).await;
@@ -207,9 +206,8 @@ async fn calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline() 
     server.stop().await;
 }
 
-#[actix::test]
 async fn refused_credentials_fail_at_once_without_a_reconnect_storm() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     server.faults().status_override(Some(401));
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.state("web", "failed", 1).await;
@@ -228,7 +226,7 @@ async fn refused_credentials_fail_at_once_without_a_reconnect_storm() {
     server.stop().await;
 
     // Credentials refused mid-session: that call fails, the connection stays.
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.ready("web", 1).await;
     let before = server.stats().requests();
@@ -308,9 +306,8 @@ async fn a_server_error_fails_that_call_by_its_retry_rules_and_keeps_the_session
     server.stop().await;
 }
 
-#[actix::test]
 async fn a_json_answer_slower_than_the_default_timeout_still_arrives() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     server.faults().json_responses(true);
     // Every answer is delayed by 1.5 s below, the liveness ping's too: give it time.
     let config = ServerConfig::http("web", server.url())
@@ -541,3 +538,10 @@ async fn an_unreachable_server_fails_with_the_real_reason() {
     );
     sup.send(Shutdown).await.unwrap();
 }
+
+// These tests are blind to the protocol era: once per era (the server speaks only that one).
+in_both_eras!(
+    calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline,
+    refused_credentials_fail_at_once_without_a_reconnect_storm,
+    a_json_answer_slower_than_the_default_timeout_still_arrives,
+);

@@ -10,13 +10,16 @@ use common::*;
 use mcp_supervisor::*;
 use serde_json::{json, Value};
 
-#[actix::test]
 async fn caches_session_and_all_tool_pages() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let st = status(&sup, "demo").await;
-    assert_eq!(st.protocol_version.as_deref(), Some("2025-11-25"));
+    let version = match era() {
+        "modern" => "2026-07-28",
+        _ => "2025-11-25",
+    };
+    assert_eq!(st.protocol_version.as_deref(), Some(version));
     assert_eq!(st.server_info.as_ref().unwrap().name, "mcp-demo-server");
     assert!(st.capabilities.as_ref().unwrap().tools.is_some());
     // The demo server pages its 10 tools two at a time.
@@ -44,7 +47,6 @@ async fn caches_session_and_all_tool_pages() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn typed_calls_and_routing() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -114,7 +116,6 @@ async fn typed_calls_and_routing() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn calls_made_while_connecting_wait_for_ready() {
     let dir = tempdir();
     let config = demo("sleepy", dir.path()).env("DEMO_SLOW_START_MS", "700");
@@ -126,7 +127,6 @@ async fn calls_made_while_connecting_wait_for_ready() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn a_call_that_never_gets_sent_fails_at_its_deadline_as_unavailable() {
     let dir = tempdir();
     let config = demo("down", dir.path()).env("DEMO_FAIL_STARTS", "100");
@@ -142,7 +142,6 @@ async fn a_call_that_never_gets_sent_fails_at_its_deadline_as_unavailable() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn servers_start_in_parallel() {
     let dir = tempdir();
     let configs: Vec<_> = (0..3)
@@ -159,7 +158,6 @@ async fn servers_start_in_parallel() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn server_requests_go_to_the_registered_handler() {
     struct Roots;
     impl Actor for Roots {
@@ -202,7 +200,16 @@ async fn server_requests_go_to_the_registered_handler() {
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("without", dir.path())]);
     events.ready("without", 1).await;
     let ask = CallTool::new("without", "ask_client", json!({"method": "roots/list"}));
-    let result = sup.send(ask).await.unwrap().unwrap();
+    let answer = sup.send(ask).await.unwrap();
+    if era() == "modern" {
+        // The 2026-07-28 revision asks in the call's result: nobody can answer, the call
+        // fails naming what is missing.
+        let error = answer.expect_err("no handler");
+        assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+        sup.send(Shutdown).await.unwrap();
+        return;
+    }
+    let result = answer.unwrap();
     assert_eq!(result.is_error, Some(true));
     assert!(text_of(&result).contains("-32601"), "{}", text_of(&result));
     let ping = CallTool::new("without", "ask_client", json!({"method": "ping"}));
@@ -211,10 +218,13 @@ async fn server_requests_go_to_the_registered_handler() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn notifications_reach_subscribers_and_refresh_tools() {
     let dir = tempdir();
-    let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
+    // Log messages only come at a level asked for (in the 2026-07-28 revision, with every
+    // request; in the session era, with `logging/setLevel`).
+    let config =
+        demo("demo", dir.path()).log_level(Some(mcp_supervisor::protocol::meta::LogLevel::Info));
+    let (sup, events) = start_supervisor(quick_settings(), vec![config]);
     events.ready("demo", 1).await;
 
     let notify = |kind: &str| CallTool::new("demo", "notify", json!({ "kind": kind }));
@@ -247,7 +257,6 @@ async fn notifications_reach_subscribers_and_refresh_tools() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn progress_can_restart_the_timeout_within_a_maximum() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -293,7 +302,6 @@ async fn progress_can_restart_the_timeout_within_a_maximum() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn too_many_calls_in_flight_are_refused() {
     let dir = tempdir();
     let config = demo("busy", dir.path()).max_in_flight(2);
@@ -318,7 +326,6 @@ async fn too_many_calls_in_flight_are_refused() {
     assert!(started.elapsed() < Duration::from_secs(4));
 }
 
-#[actix::test]
 async fn a_panicking_server_actor_is_replaced() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(
@@ -346,7 +353,6 @@ async fn a_panicking_server_actor_is_replaced() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn a_server_actor_shut_down_directly_is_not_restarted() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("solo", dir.path())]);
@@ -367,7 +373,6 @@ async fn a_server_actor_shut_down_directly_is_not_restarted() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn servers_can_be_added_and_removed_at_run_time() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![]);
@@ -398,11 +403,13 @@ async fn servers_can_be_added_and_removed_at_run_time() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn configuration_and_protocol_errors_are_typed() {
     let dir = tempdir();
+    // A server of a future revision: it answers initialize, or lists, only versions we do
+    // not speak.
     let future = demo("future", dir.path())
         .env("DEMO_PROTOCOL_VERSION", "2099-01-01")
+        .env("DEMO_MODERN_VERSIONS", "2099-01-01")
         .max_connect_retries(0);
     let missing = ServerConfig::stdio("missing", "/nonexistent/mcp-server").max_connect_retries(0);
     let (sup, events) = start_supervisor(quick_settings(), vec![future, missing]);
@@ -435,7 +442,6 @@ async fn configuration_and_protocol_errors_are_typed() {
     );
 }
 
-#[actix::test]
 async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
     std::env::set_var("MCP_SUPERVISOR_TEST_SECRET", "hunter2");
     let script = "echo \"secret=[$MCP_SUPERVISOR_TEST_SECRET] path=[${PATH:+set}]\" >&2; exit 1";
@@ -467,7 +473,6 @@ async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn a_requested_reconnect_settles_calls_in_flight() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -493,3 +498,22 @@ async fn a_requested_reconnect_settles_calls_in_flight() {
     assert!(gone_within(old, Duration::from_secs(2)).await);
     sup.send(Shutdown).await.unwrap();
 }
+
+// Every test above, once per protocol era (the demo server speaks both).
+in_both_eras!(
+    caches_session_and_all_tool_pages,
+    typed_calls_and_routing,
+    calls_made_while_connecting_wait_for_ready,
+    a_call_that_never_gets_sent_fails_at_its_deadline_as_unavailable,
+    servers_start_in_parallel,
+    server_requests_go_to_the_registered_handler,
+    notifications_reach_subscribers_and_refresh_tools,
+    progress_can_restart_the_timeout_within_a_maximum,
+    too_many_calls_in_flight_are_refused,
+    a_panicking_server_actor_is_replaced,
+    a_server_actor_shut_down_directly_is_not_restarted,
+    servers_can_be_added_and_removed_at_run_time,
+    configuration_and_protocol_errors_are_typed,
+    the_child_gets_a_safe_environment_unless_told_to_inherit,
+    a_requested_reconnect_settles_calls_in_flight,
+);

@@ -23,7 +23,6 @@ async fn pid(sup: &Addr<Supervisor>, server: &str) -> u32 {
 }
 
 /// (a) kill -9 while idle: the next calls succeed after an automatic reconnect.
-#[actix::test]
 async fn kill_while_idle_then_calls_succeed() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -48,7 +47,6 @@ async fn kill_while_idle_then_calls_succeed() {
 }
 
 /// (b) kill -9 during `slow`: the caller gets a typed error long before its deadline.
-#[actix::test]
 async fn kill_during_slow_call_answers_before_the_deadline() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -73,7 +71,6 @@ async fn kill_during_slow_call_answers_before_the_deadline() {
 }
 
 /// (b') The same with a trusted server and a read-only tool: re-sent once, and it succeeds.
-#[actix::test]
 async fn kill_during_read_only_call_on_trusted_server_is_retried() {
     let dir = tempdir();
     let config = demo("demo", dir.path()).trusted(true);
@@ -102,7 +99,6 @@ async fn kill_during_read_only_call_on_trusted_server_is_retried() {
 
 /// (c) A non-idempotent `counter` in flight across a crash: never run twice, and its caller
 /// hears `OutcomeUnknown`.
-#[actix::test]
 async fn non_idempotent_call_across_a_crash_is_not_run_twice() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -132,7 +128,6 @@ async fn non_idempotent_call_across_a_crash_is_not_run_twice() {
 
 /// (d) A hung server (SIGSTOP): calls time out near their timeout, `notifications/cancelled`
 /// is sent, the liveness ping fails, and the server is restarted.
-#[actix::test]
 async fn hung_server_times_out_then_is_restarted() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -173,7 +168,6 @@ async fn hung_server_times_out_then_is_restarted() {
 }
 
 /// (d') A slow call on a healthy server: timeout, cancellation delivered, connection kept.
-#[actix::test]
 async fn timeout_on_a_healthy_server_cancels_and_keeps_the_connection() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -204,7 +198,6 @@ async fn timeout_on_a_healthy_server_cancels_and_keeps_the_connection() {
 
 /// (e') Failing always: Failed after max_connect_retries, other servers unaffected, and the
 /// error carries the server's stderr; `Reconnect` revives it.
-#[actix::test]
 async fn startup_failing_always_fails_alone() {
     let dir = tempdir();
     let broken = demo("broken", dir.path()).env("DEMO_FAIL_STARTS", "4");
@@ -251,7 +244,6 @@ async fn startup_failing_always_fails_alone() {
 }
 
 /// (f) Garbage and an over-long line on stdout: calls still succeed, the skips are counted.
-#[actix::test]
 async fn garbage_and_overlong_lines_are_skipped() {
     let dir = tempdir();
     let config = demo("noisy", dir.path())
@@ -285,7 +277,6 @@ async fn garbage_and_overlong_lines_are_skipped() {
 
 /// (g) Shutdown leaves no process behind: not the server, not its grandchild, not one that
 /// ignores SIGTERM.
-#[actix::test]
 async fn shutdown_leaves_no_process() {
     let dir = tempdir();
     let polite = demo("polite", dir.path()).env("DEMO_SPAWN_GRANDCHILD", "1");
@@ -354,7 +345,6 @@ fn dropping_the_system_leaves_no_process() {
 }
 
 /// (h) Subscriptions are re-sent after a restart, and updates keep arriving.
-#[actix::test]
 async fn subscriptions_survive_a_restart() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("demo", dir.path())]);
@@ -369,10 +359,19 @@ async fn subscriptions_survive_a_restart() {
 
     kill(pid(&sup, "demo").await, Signal::SIGKILL);
     events.ready("demo", 2).await;
-    let subscribes = event_log(dir.path(), "demo")
-        .iter()
-        .filter(|l| *l == "subscribe demo://clock")
-        .count();
+    // Sent as `resources/subscribe` in the session era, as a listen's filter in the
+    // 2026-07-28 revision.
+    let sent = |l: &&String| match era() {
+        "modern" => l.starts_with("listen ") && l.contains("demo://clock"),
+        _ => *l == "subscribe demo://clock",
+    };
+    // The session era's handshake sends it before Ready; the modern listen opens just after.
+    let log_dir = dir.path().to_owned();
+    until("the subscription sent again after the restart", move || {
+        event_log(&log_dir, "demo").iter().filter(sent).count() >= 2
+    })
+    .await;
+    let subscribes = event_log(dir.path(), "demo").iter().filter(sent).count();
     assert_eq!(subscribes, 2, "sent once, and again after the restart");
 
     let notify = CallTool::new("demo", "notify", json!({"kind": "resource_updated"}));
@@ -384,3 +383,17 @@ async fn subscriptions_survive_a_restart() {
     assert_eq!(st.subscriptions, ["demo://clock"]);
     sup.send(Shutdown).await.unwrap();
 }
+
+// Every test above, once per protocol era (the demo server speaks both).
+in_both_eras!(
+    kill_while_idle_then_calls_succeed,
+    kill_during_slow_call_answers_before_the_deadline,
+    kill_during_read_only_call_on_trusted_server_is_retried,
+    non_idempotent_call_across_a_crash_is_not_run_twice,
+    hung_server_times_out_then_is_restarted,
+    timeout_on_a_healthy_server_cancels_and_keeps_the_connection,
+    startup_failing_always_fails_alone,
+    garbage_and_overlong_lines_are_skipped,
+    shutdown_leaves_no_process,
+    subscriptions_survive_a_restart,
+);

@@ -133,6 +133,7 @@ impl Attempt {
             Vec::new()
         };
         let subscribed = session.resubscribe(&negotiated).await?;
+        session.set_log_level(&negotiated).await;
         tracing::debug!(server = %self.server, era = %negotiated.era, version = %negotiated.version, tools = tools.len(), "connected");
         let Handshake {
             wire,
@@ -223,6 +224,21 @@ impl Handshake<'_> {
             tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
         }
         Ok(listed.items)
+    }
+
+    /// Asks a session-era server for the configured log level (the modern era sends it with
+    /// every request). A refusal is logged, not fatal: the server still works.
+    async fn set_log_level(&mut self, negotiated: &Negotiated) {
+        let Some(level) = self.attempt.settings.log_level else {
+            return;
+        };
+        if negotiated.era != Era::Legacy || negotiated.capabilities.logging.is_none() {
+            return;
+        }
+        let params = json!({ "level": level.name() });
+        if let Err(e) = self.request("logging/setLevel", Some(params)).await {
+            tracing::warn!(server = %self.attempt.server, error = %e.without_stderr(), "the server refused the log level");
+        }
     }
 
     /// Re-sends the application's resource subscriptions (session era), and returns those that

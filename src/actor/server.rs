@@ -31,6 +31,7 @@ use crate::actor::wire::Wire;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
+use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::RequestIds;
 use crate::protocol::lifecycle::Negotiated;
 use crate::transport::{Closer, Reaping, SkipCounters, TransportEvent};
@@ -41,6 +42,7 @@ mod call_handlers;
 mod control;
 mod inbound;
 mod input_rounds;
+mod listen;
 mod liveness;
 mod subscriptions;
 mod tools;
@@ -52,6 +54,8 @@ struct Live {
     wire: Wire,
     closer: Closer,
     stream: SpawnHandle,
+    /// The 2026-07-28 revision's change notifications, if a listen is open.
+    listen: Option<listen::Listen>,
 }
 
 /// An event of connection `seq`.
@@ -268,9 +272,13 @@ impl ServerActor {
                     wire,
                     closer,
                     stream,
+                    listen: None,
                 });
                 self.feed(Event::Connected, ctx);
-                self.reconcile_subscriptions(subscribed, ctx);
+                match self.negotiated.as_ref().map(|n| n.era) {
+                    Some(Era::Modern) => self.open_listen(None),
+                    _ => self.reconcile_subscriptions(subscribed, ctx),
+                }
                 for (method, params) in notifications {
                     self.on_notification(method, params, ctx);
                 }
@@ -393,6 +401,10 @@ impl StreamHandler<FromServer> for ServerActor {
             TransportEvent::Message(message) => self.on_message(message, ctx),
             TransportEvent::Rejected(ids) => self.calls.unsend(&ids),
             TransportEvent::CallFailed { id, error } => self.calls.fail_written(id, error),
+            TransportEvent::Interrupted { ids, error } if self.listen_interrupted(&ids) => {
+                // The listen stream broke: as the GET stream's loss, the connection's.
+                self.connection_lost(error, ctx);
+            }
             TransportEvent::Interrupted { ids, error } => {
                 self.calls.settle(&error, Some(&ids), &self.tools);
                 self.flush_waiting();

@@ -2,8 +2,9 @@
 //! era the connection speaks. The call table and the handshake write through a `Wire`, and so
 //! stay blind to the era: in the session era a request goes out as it is; in the stateless
 //! 2026-07-28 revision it carries the per-request `_meta` and, over HTTP, its headers
-//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, the tool's `Mcp-Param-*`), and a timed-out
-//! request is cancelled by closing its stream rather than by `notifications/cancelled`.
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, the tool's `Mcp-Param-*`), a `ping`
+//! (which the revision removed) is asked as `server/discover`, and a timed-out request is
+//! cancelled by closing its stream rather than by `notifications/cancelled`.
 
 use std::collections::HashMap;
 
@@ -79,6 +80,13 @@ impl Wire {
             return self
                 .outbound
                 .send(jsonrpc::request_line(id, method, params));
+        };
+        // The revision has no `ping`; `server/discover` answers the same question (is it
+        // there?) on every modern server, without an effect.
+        let method = if method == "ping" {
+            "server/discover"
+        } else {
+            method
         };
         let params = modern.meta.apply(params.cloned());
         let line = jsonrpc::request_line(id, method, Some(&params));

@@ -11,6 +11,7 @@ use super::mcp_servers::{JsonSetting, SettingError};
 use super::ServerConfig;
 use crate::policy::backoff::Backoff;
 use crate::protocol::era::ProtocolChoice;
+use crate::protocol::meta::LogLevel;
 
 /// Declares [`Settings`] (every field concrete, with its default), the per-server overrides
 /// (every field optional, each settable from JSON) and a setter for each on [`ServerConfig`],
@@ -148,6 +149,10 @@ settings! {
     /// through the request handler, then the request sent again) before the call fails
     /// (default 8). All of them live inside the call's one deadline.
     max_input_rounds: u32 = 8;
+    /// The least severe log messages (`notifications/message`) the server should send; `None`
+    /// (the default) leaves it to the server. Sent as `logging/setLevel` after the handshake,
+    /// and in the 2026-07-28 revision on every request (without it a modern server sends none).
+    log_level: Option<LogLevel> = None;
 }
 
 impl ServerConfig {

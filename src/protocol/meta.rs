@@ -15,6 +15,65 @@ pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key: the least severe log level the server may send for this request.
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
+/// The severity of log messages a server may send (RFC 5424's levels, as MCP names them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`
+    Debug,
+    /// `info`
+    Info,
+    /// `notice`
+    Notice,
+    /// `warning`
+    Warning,
+    /// `error`
+    Error,
+    /// `critical`
+    Critical,
+    /// `alert`
+    Alert,
+    /// `emergency`
+    Emergency,
+}
+
+impl LogLevel {
+    const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// Its name on the wire: `debug`, `info`, ... `emergency`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// Parses a level's name.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name() == text)
+    }
+}
+
+impl std::fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What every modern request of one connection carries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestMeta {
@@ -25,7 +84,7 @@ pub struct RequestMeta {
 impl RequestMeta {
     /// The metadata for `version`, declaring `client_capabilities` (`{}` for none) and, if set,
     /// a `log_level`.
-    pub fn new(version: &str, client_capabilities: &Value, log_level: Option<&str>) -> Self {
+    pub fn new(version: &str, client_capabilities: &Value, log_level: Option<LogLevel>) -> Self {
         let mut keys = Map::new();
         keys.insert(PROTOCOL_VERSION.into(), Value::String(version.to_owned()));
         let capabilities = match client_capabilities {
@@ -35,7 +94,7 @@ impl RequestMeta {
         keys.insert(CLIENT_CAPABILITIES.into(), capabilities);
         keys.insert(CLIENT_INFO.into(), client_info());
         if let Some(level) = log_level {
-            keys.insert(LOG_LEVEL.into(), Value::String(level.to_owned()));
+            keys.insert(LOG_LEVEL.into(), Value::String(level.name().to_owned()));
         }
         RequestMeta { keys }
     }
@@ -105,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_callers_own_meta_and_params_are_kept() {
-        let meta = RequestMeta::new("2026-07-28", &json!(null), Some("warning"));
+        let meta = RequestMeta::new("2026-07-28", &json!(null), Some(LogLevel::Warning));
         let params = meta.apply(Some(json!({
             "name": "echo",
             "_meta": {"progressToken": 7, PROTOCOL_VERSION: "1999-01-01"}
@@ -115,6 +174,8 @@ mod tests {
         assert_eq!(params["_meta"][PROTOCOL_VERSION], "2026-07-28", "ours win");
         assert_eq!(params["_meta"][CLIENT_CAPABILITIES], json!({}));
         assert_eq!(params["_meta"][LOG_LEVEL], "warning");
+        assert_eq!(LogLevel::parse("warning"), Some(LogLevel::Warning));
+        assert_eq!(LogLevel::parse("loud"), None);
         let odd = meta.apply(Some(json!({"_meta": 3})));
         assert_eq!(odd["_meta"][PROTOCOL_VERSION], "2026-07-28");
     }

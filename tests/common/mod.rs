@@ -14,10 +14,66 @@ use mcp_supervisor::{
 };
 use tokio::sync::Notify;
 
-/// The in-tree demo server, with a private event log and counter file in `dir`. It speaks the
-/// session era only (`DEMO_ERA=legacy`); [`demo_in`] picks another.
+thread_local! {
+    /// The protocol era the demo servers of the test running on this thread speak.
+    static ERA: std::cell::Cell<&'static str> = const { std::cell::Cell::new("legacy") };
+}
+
+/// Runs `test` with the demo servers it starts speaking `era` (`legacy` or `modern`). The
+/// `in_both_eras!` tests use it: the fault tests run once per era, unchanged.
+pub async fn with_era<F: std::future::Future>(era: &'static str, test: F) -> F::Output {
+    ERA.with(|e| e.set(era));
+    test.await
+}
+
+/// Declares each of the named async functions as two tests, `<name>::legacy` and
+/// `<name>::modern`: the demo servers it starts (`demo()`) speak that era, and nothing else
+/// about the test changes. A test that must know its era asks [`era`].
+#[macro_export]
+macro_rules! in_both_eras {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[actix::test]
+            async fn legacy() {
+                $crate::common::with_era("legacy", super::$name()).await
+            }
+
+            #[actix::test]
+            async fn modern() {
+                $crate::common::with_era("modern", super::$name()).await
+            }
+        }
+    )*};
+}
+
+/// The in-tree HTTP test server, speaking the era of the running test (session era only, or
+/// 2026-07-28 only).
+pub async fn http_server() -> http_server::TestHttpServer {
+    http_server::TestHttpServer::start_with(http_era()).await
+}
+
+/// The same, on `port` (to bring "the same server" back).
+pub async fn http_server_on(port: u16) -> http_server::TestHttpServer {
+    http_server::TestHttpServer::start_on_with(port, http_era()).await
+}
+
+fn http_era() -> http_server::Era {
+    match era() {
+        "modern" => http_server::Era::Modern,
+        _ => http_server::Era::Legacy,
+    }
+}
+
+/// The era the demo servers of the running test speak: `legacy` or `modern`.
+pub fn era() -> &'static str {
+    ERA.with(|e| e.get())
+}
+
+/// The in-tree demo server, with a private event log and counter file in `dir`, speaking the
+/// era of the running test (the session era unless `with_era` says otherwise); [`demo_in`]
+/// picks one.
 pub fn demo(name: &str, dir: &Path) -> ServerConfig {
-    demo_in("legacy", name, dir)
+    demo_in(ERA.with(|e| e.get()), name, dir)
 }
 
 /// The demo server speaking `era`: `legacy`, `modern` (2026-07-28 only) or `dual` (both, as
@@ -114,12 +170,13 @@ pub async fn next_progress(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Progres
         .expect("the progress sink is alive")
 }
 
-/// The lines of a demo server's event log.
+/// The lines of a demo server's event log, without the `modern ` its lines of the 2026-07-28
+/// revision begin with, so that a test reads the same log in either era.
 pub fn event_log(dir: &Path, name: &str) -> Vec<String> {
     std::fs::read_to_string(dir.join(format!("{name}.log")))
         .unwrap_or_default()
         .lines()
-        .map(str::to_owned)
+        .map(|l| l.strip_prefix("modern ").unwrap_or(l).to_owned())
         .collect()
 }
 

@@ -7,5 +7,6 @@
 mod common;
 
 mod http;
+mod listen;
 mod mrtr;
 mod negotiation;

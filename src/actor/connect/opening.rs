@@ -92,7 +92,11 @@ impl Handshake<'_> {
         let mut version = version.to_owned();
         let mut asked_again = false;
         loop {
-            let meta = RequestMeta::new(&version, &self.attempt.client_capabilities, None);
+            let meta = RequestMeta::new(
+                &version,
+                &self.attempt.client_capabilities,
+                self.attempt.settings.log_level,
+            );
             self.wire = Wire::modern(
                 self.connection.outbound.clone(),
                 meta.clone(),

@@ -17,6 +17,13 @@ use crate::protocol::text::server_text;
 impl ServerActor {
     pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
         match message {
+            Inbound::Response { id, .. } if self.is_listen(&id) => {
+                self.on_listen_end(&id, Ok(()), ctx)
+            }
+            Inbound::Error {
+                id: Some(id),
+                error,
+            } if self.is_listen(&id) => self.on_listen_end(&id, Err(error), ctx),
             Inbound::Response { id, result } => {
                 if self
                     .live
@@ -70,6 +77,9 @@ impl ServerActor {
                 self.calls.on_progress(&params, Instant::now());
             }
             "notifications/tools/list_changed" => self.schedule_tools_refresh(ctx),
+            "notifications/subscriptions/acknowledged" => {
+                self.on_listen_acknowledged(params.as_ref())
+            }
             "notifications/resources/updated" => {
                 let uri = params
                     .as_ref()

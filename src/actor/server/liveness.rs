@@ -23,11 +23,12 @@ impl ServerActor {
             return;
         };
         let ping_timeout = self.settings.ping_timeout;
-        let (method, check) = match era {
-            Era::Legacy => ("ping", "liveness ping"),
-            Era::Modern => ("server/discover", "liveness check (server/discover)"),
+        // The wire asks a modern server `server/discover` instead, its revision having no ping.
+        let check = match era {
+            Era::Legacy => "liveness ping",
+            Era::Modern => "liveness ping (as server/discover)",
         };
-        let call = Call::new(self.name.to_string(), method, None)
+        let call = Call::new(self.name.to_string(), "ping", None)
             .timeout(ping_timeout)
             .retry(RetryPolicy::Never);
         let Ok(waiter) = self.start_call(call, ctx) else {

@@ -1,16 +1,20 @@
 //! The application's resource subscriptions. The set is kept in the actor and re-sent by every
 //! handshake (see [`connect`](crate::actor::connect)); while the server is Ready a change is
 //! also sent at once, as an ordinary call, and a change made while a handshake ran is sent as
-//! soon as it is done.
+//! soon as it is done. In the 2026-07-28 revision the set is the filter of the listen stream
+//! (see `listen`), and a change opens a new one.
 
 use std::collections::BTreeSet;
 
 use actix::prelude::*;
 use serde_json::json;
 
+use tokio::sync::oneshot;
+
 use super::ServerActor;
 use crate::actor::messages::{Call, Subscribe, Unsubscribe};
 use crate::error::Error;
+use crate::protocol::era::Era;
 
 impl Handler<Subscribe> for ServerActor {
     type Result = ResponseFuture<Result<(), Error>>;
@@ -20,6 +24,9 @@ impl Handler<Subscribe> for ServerActor {
         if !self.machine.state().is_ready() {
             // Sent with the next handshake.
             return Box::pin(std::future::ready(Ok(())));
+        }
+        if let Some(acknowledged) = self.relisten() {
+            return acknowledged;
         }
         let call = Call::new(
             msg.server,
@@ -38,6 +45,9 @@ impl Handler<Unsubscribe> for ServerActor {
         if !self.subscriptions.remove(&msg.uri) || !self.machine.state().is_ready() {
             return Box::pin(std::future::ready(Ok(())));
         }
+        if let Some(acknowledged) = self.relisten() {
+            return acknowledged;
+        }
         let call = Call::new(
             msg.server,
             "resources/unsubscribe",
@@ -49,6 +59,20 @@ impl Handler<Unsubscribe> for ServerActor {
 }
 
 impl ServerActor {
+    /// In the 2026-07-28 revision: a listen with the changed set, answered once the server
+    /// acknowledged it. `None` in the session era.
+    fn relisten(&mut self) -> Option<ResponseFuture<Result<(), Error>>> {
+        if self.live.as_ref()?.wire.era() != Era::Modern {
+            return None;
+        }
+        let (waiter, acknowledged) = oneshot::channel();
+        self.open_listen(Some(waiter));
+        let server = self.name.to_string();
+        Some(Box::pin(async move {
+            acknowledged.await.unwrap_or(Err(Error::Stopped { server }))
+        }))
+    }
+
     /// After a handshake that sent `subscribed`: (un)subscribes what the application changed
     /// while it ran, so that a `Subscribe` made during a connection attempt is not lost.
     pub(super) fn reconcile_subscriptions(

@@ -94,6 +94,15 @@ impl JsonSetting for crate::protocol::era::ProtocolChoice {
     }
 }
 
+/// `"debug"`, `"info"`, ... `"emergency"`.
+impl JsonSetting for crate::protocol::meta::LogLevel {
+    fn from_json(value: &Value) -> Result<Self, SettingError> {
+        value.as_str().and_then(Self::parse).ok_or_else(|| {
+            SettingError::new("expected a log level: debug, info, notice, warning, error, critical, alert or emergency")
+        })
+    }
+}
+
 /// `null` is `None`: e.g. `"maxReconnectAttempts": null` never gives up.
 impl<T: JsonSetting> JsonSetting for Option<T> {
     const SUFFIX: &'static str = T::SUFFIX;
@@ -265,6 +274,7 @@ mod tests {
                 ("revive", _) => Value::Bool(false),
                 ("trusted", _) => Value::Bool(true),
                 ("protocol", _) => Value::from("modern"),
+                ("log_level", _) => Value::from("warning"),
                 (_, "Ms") => Value::from(1234),
                 ("max_message_bytes", _) => Value::from(4096),
                 _ => Value::from(9),
