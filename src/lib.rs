@@ -51,7 +51,8 @@
 //!
 //! # Layout
 //!
-//! - [`error`]: the [`Error`] enum and its stable kind codes.
+//! - [`error`]: the [`Error`] enum and its stable kind codes; `build`, the constructors that
+//!   escape and bound server text; `show`, the optional parts of the messages.
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON

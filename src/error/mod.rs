@@ -7,17 +7,19 @@
 //! short string that stays stable across releases, for logs and metrics.
 //!
 //! Text a server chose (a JSON-RPC error message, a protocol version, an HTTP error body, a
-//! stderr line) enters an error only through the constructors here (`Error::rpc`,
+//! stderr line) enters an error only through the constructors in `build` (`Error::rpc`,
 //! `Error::invalid_response`, ...), which pass it through
-//! [`server_text`]: escaped, so that showing or logging an
+//! [`server_text`](crate::protocol::text::server_text): escaped, so that showing or logging an
 //! error can never forge a log line or drive a terminal, and bounded, so that a server cannot
 //! make us keep a megabyte of it in `last_error` and every event.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::protocol::jsonrpc::RpcError;
-use crate::protocol::text::server_text;
+mod build;
+mod show;
+
+use show::{ExitStatus, InDir, Overload, RetryAfter, ServerName, StderrTail};
 
 /// What went wrong with a call, a connection or a configuration.
 ///
@@ -148,6 +150,34 @@ pub enum Error {
         data: Option<serde_json::Value>,
     },
 
+    /// The server found the request's HTTP headers at odds with its body (`-32020`, the
+    /// 2026-07-28 revision): this client and the server read the revision's header rules
+    /// differently. The request was not processed.
+    #[error("server `{server}`: {method} was refused because its headers do not match its body: {message}")]
+    HeaderMismatch {
+        /// Server name.
+        server: String,
+        /// JSON-RPC method of the call.
+        method: String,
+        /// What the server said, escaped and bounded.
+        message: String,
+    },
+
+    /// The server needs a client capability the request did not declare (`-32021`, the
+    /// 2026-07-28 revision), e.g. elicitation: register a request handler
+    /// ([`SetRequestHandler`](crate::SetRequestHandler)) that offers it.
+    #[error("server `{server}`: {method} needs a client capability this client does not declare: {message}")]
+    MissingClientCapability {
+        /// Server name.
+        server: String,
+        /// JSON-RPC method of the call.
+        method: String,
+        /// What the server said, escaped and bounded.
+        message: String,
+        /// The capabilities it requires (`data.requiredCapabilities`), as it sent them.
+        required: Option<serde_json::Value>,
+    },
+
     /// The call was not run because a limit was reached: too many calls are in flight or queued
     /// for this server here (it was not sent), or the server refused it unprocessed with HTTP
     /// 429 or 503, saying in `Retry-After` how long to wait if it said so. Try again, not before
@@ -258,7 +288,8 @@ impl Error {
             Error::Unauthorized { .. } => ErrorKind::Unauthorized,
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
-            Error::Rpc { .. } => ErrorKind::Rpc,
+            Error::Rpc { .. } | Error::HeaderMismatch { .. } => ErrorKind::Rpc,
+            Error::MissingClientCapability { .. } => ErrorKind::Config,
             Error::Overloaded { .. } => ErrorKind::Overloaded,
             Error::ServerNotFound { .. } => ErrorKind::ServerNotFound,
             Error::Config { .. } => ErrorKind::Config,
@@ -279,6 +310,7 @@ impl Error {
                 | Error::UnsupportedProtocolVersion { .. }
                 | Error::Spawn { .. }
                 | Error::Config { .. }
+                | Error::MissingClientCapability { .. }
                 | Error::ServerNotFound { .. }
                 | Error::Stopped { .. }
         )
@@ -308,181 +340,12 @@ impl Error {
             _ => &[],
         }
     }
-
-    /// The message without the stderr tail, for errors that carry the tail in a field of their
-    /// own (so it is not shown twice).
-    pub(crate) fn without_stderr(&self) -> String {
-        self.split_stderr_tail(&self.to_string()).0
-    }
-
-    pub(crate) fn config(
-        server: Option<&str>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        Error::Config {
-            server: server.map(str::to_owned),
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    /// A connection failure. `message` may quote the server (an HTTP body, an IO error):
-    /// it is escaped and bounded.
-    pub(crate) fn connection(server: &str, message: impl AsRef<str>) -> Self {
-        Error::Connection {
-            server: server.to_owned(),
-            message: server_text(message.as_ref()),
-            exit_status: None,
-            stderr_tail: Vec::new(),
-        }
-    }
-
-    /// The end of a server process: why, its exit status, and the stderr lines it left
-    /// (which the stdio transport keeps already escaped and bounded).
-    pub(crate) fn process_ended(
-        server: &str,
-        message: impl AsRef<str>,
-        exit_status: Option<String>,
-        stderr_tail: Vec<String>,
-    ) -> Self {
-        Error::Connection {
-            server: server.to_owned(),
-            message: server_text(message.as_ref()),
-            exit_status,
-            stderr_tail: stderr_tail.iter().map(|line| server_text(line)).collect(),
-        }
-    }
-
-    /// The server answered `method` with a JSON-RPC error. Its message is escaped and bounded;
-    /// `data` is kept as the server sent it (a structured part of the answer, never shown in
-    /// the message, bounded like any answer by `max_message_bytes`).
-    pub(crate) fn rpc(server: &str, method: &str, error: RpcError) -> Self {
-        Error::Rpc {
-            server: server.to_owned(),
-            method: method.to_owned(),
-            code: error.code,
-            message: server_text(&error.message),
-            data: error.data,
-        }
-    }
-
-    /// The server's answer to `method` could not be understood. `message` may quote it (serde
-    /// quotes the offending value): it is escaped and bounded.
-    pub(crate) fn invalid_response(server: &str, method: &str, message: impl AsRef<str>) -> Self {
-        Error::InvalidResponse {
-            server: server.to_owned(),
-            method: method.to_owned(),
-            message: server_text(message.as_ref()),
-        }
-    }
-
-    /// The server refused our credentials; `message` is its `WWW-Authenticate` or body.
-    pub(crate) fn unauthorized(server: &str, status: u16, message: impl AsRef<str>) -> Self {
-        Error::Unauthorized {
-            server: server.to_owned(),
-            status,
-            message: server_text(message.as_ref()),
-        }
-    }
-
-    /// The server answered `initialize` with `version`, which is not one of `supported`.
-    pub(crate) fn unsupported_version(server: &str, version: &str, supported: &[&str]) -> Self {
-        Error::UnsupportedProtocolVersion {
-            server: server.to_owned(),
-            version: server_text(version),
-            supported: supported.join(", "),
-        }
-    }
-
-    /// For a log line that may quote this error: `text` with the stderr tail that this error's
-    /// `Display` appends (on lines of their own) taken out, and that tail, for a field of its
-    /// own. A log record stays one line.
-    pub(crate) fn split_stderr_tail<'a>(&'a self, text: &str) -> (String, &'a [String]) {
-        let tail = StderrTail(self.stderr_tail()).to_string();
-        if tail.is_empty() || !text.contains(&tail) {
-            return (text.to_owned(), &[]);
-        }
-        (text.replacen(&tail, "", 1), self.stderr_tail())
-    }
-}
-
-/// Renders a stderr tail after an error message, only when there is one.
-struct StderrTail<'a>(&'a [String]);
-
-impl fmt::Display for StderrTail<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            return Ok(());
-        }
-        f.write_str("; last stderr lines:")?;
-        for line in self.0 {
-            write!(f, "\n  | {line}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a call met an overload: our own limit, or what the server said.
-struct Overload<'a>(usize, &'a str);
-
-impl fmt::Display for Overload<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Overload(0, reason) => f.write_str(reason),
-            Overload(limit, _) => write!(f, "{limit} calls already in flight or queued"),
-        }
-    }
-}
-
-/// The server's `Retry-After`, when it gave one.
-struct RetryAfter<'a>(&'a Option<Duration>);
-
-impl fmt::Display for RetryAfter<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(delay) => write!(f, " (retry after {delay:?})"),
-            None => Ok(()),
-        }
-    }
-}
-
-struct ExitStatus<'a>(&'a Option<String>);
-
-impl fmt::Display for ExitStatus<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(status) => write!(f, " ({status})"),
-            None => Ok(()),
-        }
-    }
-}
-
-struct InDir<'a>(&'a Option<String>);
-
-impl fmt::Display for InDir<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(dir) => write!(f, " in `{dir}`"),
-            None => Ok(()),
-        }
-    }
-}
-
-struct ServerName<'a>(&'a Option<String>);
-
-impl fmt::Display for ServerName<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(server) => write!(f, " for server `{server}`"),
-            None => Ok(()),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::jsonrpc::RpcError;
 
     #[test]
     fn codes_are_stable() {
@@ -571,6 +434,27 @@ mod tests {
         for e in &may {
             assert!(e.retry_can_help(), "{e}");
         }
+    }
+
+    #[test]
+    fn the_2026_07_28_error_codes_are_typed() {
+        let mismatch = Error::rpc("s", "tools/call", RpcError::new(-32020, "Mcp-Name"));
+        assert!(
+            matches!(mismatch, Error::HeaderMismatch { .. }),
+            "{mismatch:?}"
+        );
+        assert_eq!(mismatch.kind(), ErrorKind::Rpc);
+        let mut missing = RpcError::new(-32021, "needs elicitation");
+        missing.data = Some(serde_json::json!({"requiredCapabilities": {"elicitation": {}}}));
+        let missing = Error::rpc("s", "tools/call", missing);
+        match &missing {
+            Error::MissingClientCapability { required, .. } => {
+                assert_eq!(required, &Some(serde_json::json!({"elicitation": {}})))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(missing.kind(), ErrorKind::Config);
+        assert!(!missing.retry_can_help());
     }
 
     #[test]
