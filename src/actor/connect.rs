@@ -35,6 +35,8 @@ pub(crate) struct Established {
     /// Why this attempt spoke another era than it tried first (the server changed), for
     /// `last_error` and the status message.
     pub era_note: Option<String>,
+    /// The fresh discovery of [`Attempt::fresh`] was used: nothing was discovered anew.
+    pub reused: bool,
     pub tools: Vec<Tool>,
     /// Notifications that arrived during the handshake (a `tools/list_changed`, a
     /// `resources/updated` right after a re-subscribe), for the actor to handle once Ready.
@@ -62,6 +64,9 @@ pub(crate) struct Attempt {
     pub remembered: Option<Era>,
     /// Where this attempt leaves what it learned of the server's era, also when it fails.
     pub learned: EraMemory,
+    /// A `server/discover` answer still fresh (within its `ttlMs`): reused instead of asking
+    /// again, as the revision says (no refetch while fresh, no refetch on a timer).
+    pub fresh: Option<Negotiated>,
 }
 
 /// What the connection attempts of one server learned of its era, for the next one: shared
@@ -123,6 +128,7 @@ impl Attempt {
             attempt: &self,
             connection,
             notifications: Vec::new(),
+            reused: false,
         };
         let (negotiated, era_note) = session.open().await?;
 
@@ -139,6 +145,7 @@ impl Attempt {
             wire,
             connection,
             notifications,
+            reused,
             ..
         } = session;
         Ok(Established {
@@ -147,6 +154,7 @@ impl Attempt {
             closer: connection.closer,
             negotiated,
             era_note,
+            reused,
             tools,
             notifications,
             subscribed,
@@ -162,6 +170,8 @@ struct Handshake<'a> {
     /// How requests are shaped: the legacy way until the opening settles on the modern era.
     wire: Wire,
     notifications: Vec<(String, Option<Value>)>,
+    /// The opening reused a fresh discovery.
+    reused: bool,
 }
 
 impl Handshake<'_> {

@@ -95,6 +95,8 @@ pub struct ServerActor {
     negotiated: Option<Negotiated>,
     /// The era to try first next time, as the attempts found it.
     era_memory: EraMemory,
+    /// When the server last answered `server/discover` (2026-07-28), for its `ttlMs`.
+    discovered_at: Option<Instant>,
     tools: Vec<Tool>,
     subscriptions: BTreeSet<String>,
     /// Successful reconnects after a Ready connection broke.
@@ -141,6 +143,7 @@ impl ServerActor {
             attempt: None,
             negotiated: None,
             era_memory: EraMemory::default(),
+            discovered_at: None,
             tools: Vec::new(),
             subscriptions: BTreeSet::new(),
             reconnects: 0,
@@ -215,6 +218,7 @@ impl ServerActor {
             reaping: self.reaping.clone(),
             remembered: self.era_memory.get(),
             learned: self.era_memory.clone(),
+            fresh: self.fresh_discovery(),
         };
         tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
         // An actor started on its own has not been through the supervisor's checks: invalid
@@ -249,6 +253,7 @@ impl ServerActor {
                     closer,
                     negotiated,
                     era_note,
+                    reused,
                     tools,
                     notifications,
                     subscribed,
@@ -265,6 +270,9 @@ impl ServerActor {
                     self.last_error = Some(Error::connection(&self.name, note));
                 }
                 let had_session = self.negotiated.is_some();
+                if negotiated.era == Era::Modern && !reused {
+                    self.discovered_at = Some(Instant::now());
+                }
                 self.negotiated = Some(negotiated);
                 self.replace_tools(tools, had_session);
                 self.live = Some(Live {
@@ -351,6 +359,14 @@ impl ServerActor {
 
     fn emit(&mut self, event: ServerEvent) {
         self.events.emit(&event);
+    }
+
+    /// The last discovery, if the server said it may be reused and it is still fresh.
+    fn fresh_discovery(&self) -> Option<Negotiated> {
+        let negotiated = self.negotiated.as_ref()?;
+        let ttl = negotiated.fresh_for?;
+        let fetched = self.discovered_at?;
+        (negotiated.era == Era::Modern && fetched.elapsed() < ttl).then(|| negotiated.clone())
     }
 
     // ----- calls: the call table, with what the actor knows -----

@@ -150,3 +150,39 @@ async fn a_probe_that_gets_no_answer_falls_back_to_the_handshake() {
     assert_eq!(era_of(&sup, "mute").await.0, Era::Legacy);
     assert_eq!(events.messages("mute"), ["Connected"]);
 }
+
+/// Discovery is reused while its `ttlMs` says so, and asked again once that has passed (never
+/// on a timer of its own).
+#[actix::test]
+async fn a_fresh_discovery_is_reused_on_reconnect() {
+    let dir = tempdir();
+    let servers = [
+        demo_in("modern", "cached", &path(&dir)).env("DEMO_DISCOVER_TTL_MS", "60000"),
+        demo_in("modern", "stale", &path(&dir)).env("DEMO_DISCOVER_TTL_MS", "0"),
+    ];
+    let (sup, events) = start_supervisor(quick_settings(), servers);
+    for name in ["cached", "stale"] {
+        events.ready(name, 1).await;
+        let pid = status(&sup, name).await.pid.expect("a pid");
+        kill(pid, nix::sys::signal::Signal::SIGKILL);
+        events.ready(name, 2).await;
+    }
+    let discovers = |name: &str| {
+        event_log(&path(&dir), name)
+            .iter()
+            .filter(|l| l.starts_with("server/discover"))
+            .count()
+    };
+    assert_eq!(
+        discovers("cached"),
+        1,
+        "{:?}",
+        event_log(&path(&dir), "cached")
+    );
+    assert_eq!(
+        discovers("stale"),
+        2,
+        "{:?}",
+        event_log(&path(&dir), "stale")
+    );
+}

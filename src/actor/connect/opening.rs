@@ -46,8 +46,28 @@ const MAX_TRIES: usize = 3;
 
 impl Handshake<'_> {
     /// Agrees on an era and version; the note says why the era is not the remembered one.
+    /// A discovery still fresh is used as it is (then `reused` is set).
     pub(super) async fn open(&mut self) -> Result<(Negotiated, Option<String>), Error> {
         let choice = self.attempt.settings.protocol;
+        if let Some(fresh) = self
+            .attempt
+            .fresh
+            .clone()
+            .filter(|_| choice != ProtocolChoice::Legacy)
+        {
+            let meta = RequestMeta::new(
+                &fresh.version,
+                &self.attempt.client_capabilities,
+                self.attempt.settings.log_level,
+            );
+            self.wire = Wire::modern(
+                self.connection.outbound.clone(),
+                meta,
+                self.attempt.is_http(),
+            );
+            self.reused = true;
+            return Ok((fresh, None));
+        }
         let first = choice.first_try(self.attempt.remembered);
         let mut era = first;
         let mut version = MODERN_VERSIONS[0].to_owned();
