@@ -1,95 +1,70 @@
-//! The client side of the official MCP conformance suite (`@modelcontextprotocol/conformance`).
+//! The client side of the official MCP conformance suite (`@modelcontextprotocol/conformance`,
+//! 0.1.16 and 0.2.0-alpha.12; see `.ci/conformance`).
 //!
-//! The suite starts this program with the test server's URL as the last argument and the
-//! scenario's name in `MCP_CONFORMANCE_SCENARIO`. It supervises that one server over Streamable
-//! HTTP with the normal runtime, does what the scenario asks, and exits 0 if every call got its
-//! answer (the suite judges the rest from what it saw on the wire).
+//! The suite starts this program with the test server's URL as the last argument and sets
+//! `MCP_CONFORMANCE_SCENARIO` (the scenario's name), `MCP_CONFORMANCE_PROTOCOL_VERSION` (the
+//! revision the run is for; 0.1.16 sets none) and, for some scenarios,
+//! `MCP_CONFORMANCE_CONTEXT` (JSON, e.g. the `toolCalls` to make). The client supervises that
+//! one server over Streamable HTTP with the normal runtime, its `protocol` setting pinned to
+//! the era of that revision (or `auto`, see [`protocol_for`]), does what the scenario asks
+//! (`scenarios`; `handler` answers the server's requests), and exits 0 if every
+//! call got the answer it should (the suite judges the rest from what it saw on the wire).
 //!
 //! ```sh
 //! cargo build --example conformance_client
-//! npx conformance client --command "exec target/debug/examples/conformance_client" --scenario tools_call
+//! node tests/conformance/node_modules/conformance-next/dist/index.js client \
+//!     --command "exec target/debug/examples/conformance_client" \
+//!     --scenario tools_call --spec-version 2026-07-28
 //! ```
+
+mod handler;
+mod scenarios;
 
 use std::time::Duration;
 
-use actix::{Actor, Context, Handler, System};
-use mcp_supervisor::{
-    CallTool, GetStatus, RpcError, ServerConfig, ServerEvent, ServerRequest, ServerState, Shutdown,
-    Supervisor,
-};
-use serde_json::{json, Map, Value};
+use actix::{Actor, System};
+use mcp_supervisor::protocol::era::ProtocolChoice;
+use mcp_supervisor::{GetStatus, ServerConfig, ServerState, Shutdown, Supervisor};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-/// Answers the server's requests: elicitations are accepted with the defaults the requested
-/// schema gives (SEP-1034); roots are an empty list.
-struct Client;
+use handler::{Client, States};
+use scenarios::{Session, SERVER};
 
-impl Actor for Client {
-    type Context = Context<Self>;
-}
-
-impl Handler<ServerRequest> for Client {
-    type Result = Result<Value, RpcError>;
-
-    fn handle(&mut self, request: ServerRequest, _: &mut Context<Self>) -> Self::Result {
-        match request.method.as_str() {
-            "elicitation/create" => Ok(json!({
-                "action": "accept",
-                "content": schema_defaults(request.params.as_ref()),
-            })),
-            "roots/list" => Ok(json!({ "roots": [] })),
-            other => Err(RpcError::new(-32601, format!("{other} is not supported"))),
-        }
+/// The `protocol` setting for the revision a run is for: the `initialize` handshake up to
+/// 2025-11-25 (and when the suite names none, as 0.1.16 does), the stateless revision from
+/// 2026-07-28 on. A non-empty `MCP_CONFORMANCE_CLIENT_PROTOCOL` (`auto`, `legacy` or `modern`)
+/// overrides it, so that the negotiation can meet the suite's servers too.
+fn protocol_for(version: Option<&str>) -> Result<ProtocolChoice, String> {
+    match std::env::var("MCP_CONFORMANCE_CLIENT_PROTOCOL") {
+        Ok(choice) if !choice.is_empty() => ProtocolChoice::parse(&choice).ok_or_else(|| {
+            format!("MCP_CONFORMANCE_CLIENT_PROTOCOL={choice:?}: expected auto, legacy or modern")
+        }),
+        // Revisions are dates, so they compare as strings.
+        _ => Ok(match version {
+            Some(v) if v > "2025-11-25" => ProtocolChoice::Modern,
+            _ => ProtocolChoice::Legacy,
+        }),
     }
 }
 
-/// The `default` of every property of `params.requestedSchema`.
-fn schema_defaults(params: Option<&Value>) -> Map<String, Value> {
-    let properties = params
-        .and_then(|p| p.pointer("/requestedSchema/properties"))
-        .and_then(Value::as_object);
-    properties
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, schema)| Some((name.clone(), schema.get("default")?.clone())))
-        .collect()
-}
-
-/// Forwards state changes, so `main` can wait for Ready or Failed.
-struct States(mpsc::UnboundedSender<ServerState>);
-
-impl Actor for States {
-    type Context = Context<Self>;
-}
-
-impl Handler<ServerEvent> for States {
-    type Result = ();
-
-    fn handle(&mut self, event: ServerEvent, _: &mut Context<Self>) {
-        if let ServerEvent::StateChanged { state, message, .. } = event {
-            eprintln!("conformance client: {}: {message}", state.name());
-            let _ = self.0.send(state);
-        }
-    }
-}
-
-/// The tool a scenario wants called, and its arguments.
-fn tool_for(scenario: &str) -> Option<(&'static str, Value)> {
-    match scenario {
-        "tools_call" => Some(("add_numbers", json!({"a": 5, "b": 3}))),
-        "sse-retry" => Some(("test_reconnection", json!({}))),
-        "elicitation-sep1034-client-defaults" => {
-            Some(("test_client_elicitation_defaults", json!({})))
-        }
-        _ => None,
-    }
-}
-
-async fn run(url: String, scenario: String) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(
+    url: String,
+    scenario: String,
+    context: Value,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").ok();
+    let protocol = protocol_for(version.as_deref())?;
+    eprintln!(
+        "conformance client: scenario {scenario} at {}, protocol {}",
+        version.as_deref().unwrap_or("(unset)"),
+        protocol.name()
+    );
     let (states_tx, mut states) = mpsc::unbounded_channel();
     let sup = Supervisor::builder()
         .server(
-            ServerConfig::http("conformance", url)
+            ServerConfig::http(SERVER, url)
+                .protocol(protocol)
                 .max_connect_retries(1)
                 .call_timeout(Duration::from_secs(20)),
         )
@@ -105,27 +80,32 @@ async fn run(url: String, scenario: String) -> Result<(), Box<dyn std::error::Er
             None => return Err("the supervisor stopped".into()),
         }
     }
-    let status = sup.send(GetStatus::server("conformance")).await??;
-    let tools: Vec<String> = status
-        .iter()
-        .flat_map(|s| s.tools.iter().map(|t| t.name.to_string()))
-        .collect();
-    eprintln!("conformance client: scenario {scenario}, tools {tools:?}");
+    let status = sup.send(GetStatus::server(SERVER)).await??;
+    let tools: Vec<_> = status.into_iter().flat_map(|s| s.tools).collect();
+    let names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+    eprintln!("conformance client: tools {names:?}");
 
-    if let Some((tool, arguments)) = tool_for(&scenario) {
-        let result = sup
-            .send(CallTool::new("conformance", tool, arguments))
-            .await??;
-        println!("{}", serde_json::to_string(&result.content)?);
-        if result.is_error == Some(true) {
-            return Err(format!("{tool} answered with an error").into());
-        }
-    }
-    sup.send(Shutdown).await?;
-    Ok(())
+    let session = Session {
+        sup,
+        tools,
+        context,
+    };
+    let outcome = scenarios::run(&scenario, &session).await;
+    session.sup.send(Shutdown).await?;
+    outcome
 }
 
 fn main() {
+    // The suite keeps the client's stderr (`stderr.txt` of each run): WARN and above by
+    // default, e.g. the tools dropped for invalid `x-mcp-header` annotations; `RUST_LOG` for more.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
     let Some(url) = std::env::args()
         .skip(1)
         .last()
@@ -135,7 +115,17 @@ fn main() {
         std::process::exit(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let outcome = System::new().block_on(run(url, scenario));
+    let context = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) => match serde_json::from_str(&text) {
+            Ok(context) => context,
+            Err(e) => {
+                eprintln!("conformance client: MCP_CONFORMANCE_CONTEXT is not JSON: {e}");
+                std::process::exit(2);
+            }
+        },
+        Err(_) => Value::Null,
+    };
+    let outcome = System::new().block_on(run(url, scenario, context));
     if let Err(e) = outcome {
         eprintln!("conformance client: {e}");
         std::process::exit(1);
