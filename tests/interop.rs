@@ -5,34 +5,15 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use actix::Addr;
+use common::interop::*;
 use common::*;
+use mcp_supervisor::protocol::era::ProtocolChoice;
 use mcp_supervisor::*;
 use nix::sys::signal::Signal;
 use serde_json::json;
-
-/// Where `.ci/interop` installed the servers.
-fn interop_dir() -> PathBuf {
-    let dir = std::env::var_os("MCP_INTEROP_DIR")
-        .map(PathBuf::from)
-        .expect("MCP_INTEROP_DIR is not set: run these tests through .ci/interop, which installs the servers");
-    assert!(
-        dir.join("node_modules").is_dir(),
-        "{} has no node_modules: run .ci/interop",
-        dir.display()
-    );
-    dir
-}
-
-fn npm_server(package: &str) -> PathBuf {
-    interop_dir()
-        .join("node_modules/@modelcontextprotocol")
-        .join(package)
-        .join("dist/index.js")
-}
 
 /// server-everything over stdio, started with `node` directly (killing an `npx` pid would
 /// leave the server running).
@@ -103,29 +84,6 @@ async fn s1_kill_while_idle_recovers_within_cold_start() {
     assert!(first_success <= cold + Duration::from_secs(1), "{figure}");
     record("1 kill -9 idle (server-everything)", "ok", &figure);
     sup.send(Shutdown).await.unwrap();
-}
-
-/// A free loopback port (the OS picks it; there is a small window before the server binds it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Waits (bounded) until something accepts connections on the port.
-async fn listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "nothing listens on {port} after 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// server-everything's Streamable HTTP flavour as a child process on `port`.
@@ -478,12 +436,6 @@ async fn python_http(port: u16, count_file: &std::path::Path) -> tokio::process:
     child
 }
 
-fn lines_in(path: &std::path::Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
-}
-
 /// Scenario 2 (Python SDK server): kill -9 during a loop of the non-idempotent `increment`:
 /// every caller is answered before its deadline, and the server executed no increment more
 /// often than we acknowledged plus the calls answered `outcome_unknown`.
@@ -536,7 +488,9 @@ async fn s2_kill_during_increment_loop_never_runs_twice() {
 }
 
 /// Scenario 3 (Python SDK server over HTTP): killed and restarted on the same port, it answers
-/// 404 to the old session; calls succeed again and the subscription keeps delivering.
+/// 404 to the old session; calls succeed again and the subscription keeps delivering. Pinned
+/// to the session era, whose sessions this is about: `auto` speaks the 2026-07-28 revision to
+/// this dual-era server (`tests/interop_modern.rs` covers that).
 #[actix::test]
 #[ignore = "needs the servers .ci/interop installs"]
 async fn s3_http_server_restart_is_invisible_python() {
@@ -547,7 +501,8 @@ async fn s3_http_server_restart_is_invisible_python() {
     let (sup, events) = start(vec![ServerConfig::http(
         "py",
         format!("http://127.0.0.1:{port}/mcp"),
-    )]);
+    )
+    .protocol(ProtocolChoice::Legacy)]);
     events.ready("py", 1).await;
     let uri = "test://counter";
     sup.send(Subscribe {
@@ -632,7 +587,9 @@ impl Drop for CuttingProxy {
 }
 
 /// Scenario 4: the SSE stream of a call is cut mid-way by a TCP proxy; the result arrives
-/// through GET + Last-Event-ID from the server's event store, and the tool ran once.
+/// through GET + Last-Event-ID from the server's event store, and the tool ran once. Session
+/// era only (pinned): the 2026-07-28 revision has no resumption, and answers such a call
+/// `outcome_unknown` (see `tests/interop_modern.rs`).
 #[actix::test]
 #[ignore = "needs the servers .ci/interop installs"]
 async fn s4_sse_cut_mid_call_is_resumed() {
@@ -644,7 +601,8 @@ async fn s4_sse_cut_mid_call_is_resumed() {
     let (sup, events) = start(vec![ServerConfig::http(
         "py",
         format!("http://127.0.0.1:{}/mcp", proxy.port),
-    )]);
+    )
+    .protocol(ProtocolChoice::Legacy)]);
     events.ready("py", 1).await;
 
     let (progress, mut progress_rx) = progress_channel();

@@ -61,7 +61,11 @@ async fn s7_garbage_and_a_64_mib_line_keep_memory_bounded() {
     let huge = statuses.iter().find(|s| s.name == "huge").unwrap();
     assert_eq!(noisy.counters.skipped_non_json, 100);
     assert_eq!(huge.counters.skipped_oversized, 1);
-    assert_eq!(noisy.counters.calls_ok + huge.counters.calls_ok, 40);
+    // Every call above was answered (unwrapped); the counters also count the supervisor's own
+    // calls: server-everything announces tools/list_changed right after `initialized`, and
+    // the refresh that follows may or may not have run yet.
+    assert_eq!(noisy.counters.calls_failed + huge.counters.calls_failed, 0);
+    assert!(noisy.counters.calls_ok + huge.counters.calls_ok >= 40);
 
     let peak = proc_status_bytes("VmHWM:");
     let growth = peak.saturating_sub(rss_before);

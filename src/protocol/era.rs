@@ -185,8 +185,10 @@ pub fn judge_probe(answer: Result<&Value, &RpcError>, asked: &str) -> ProbeVerdi
     ))
 }
 
-/// What an error answer to `initialize` means: a modern-only server refuses the handshake with
-/// `-32022` and names its versions, which is evidence to switch to the modern era.
+/// What an error answer to `initialize`, or to any request of a session-era connection, means:
+/// a modern-only server refuses the handshake, and every request without the 2026-07-28
+/// envelope, with `-32022` and names its versions, which is evidence to switch to the modern era
+/// (the version returned).
 pub fn judge_initialize_error(error: &RpcError) -> Option<String> {
     if error.code != codes::UNSUPPORTED_PROTOCOL_VERSION {
         return None;

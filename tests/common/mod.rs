@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod http_server;
+pub mod interop;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

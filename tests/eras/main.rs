@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod era_change;
 mod http;
 mod listen;
 mod mrtr;

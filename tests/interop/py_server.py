@@ -10,12 +10,20 @@ SSE answers (not JSON), and resumable streams (GET + `Last-Event-ID`) through th
 `InMemoryEventStore` below. `--port 0` picks a free port. Once listening, one line
 `py_server: listening on http://127.0.0.1:PORT/mcp` goes to stderr.
 
+Dual-era, as mcp 2.3 always is (it has no switch for one era alone): on stdio the first request
+pins the era (a `server/discover` probe pins the 2026-07-28 revision); over HTTP each request is
+routed by its `MCP-Protocol-Version` header, the session era to the stateful sessions above and
+2026-07-28 to the SDK's stateless handler. `tests/interop.rs` pins the session era where it tests
+sessions; `tests/interop_modern.rs` speaks both.
+
 Tools:
     echo(text)                      -> text (readOnlyHint)
     slow(seconds=1.0, steps=5)      -> "done", progress notification after every step
-    increment()                     -> new count, as a string; NOT idempotent: appends "inc\\n" to
+    increment(hold_seconds=0)       -> new count, as a string; NOT idempotent: appends "inc\\n" to
                                        $PY_SERVER_COUNT_FILE (fsynced before answering), or counts
-                                       in memory when that variable is unset
+                                       in memory when that variable is unset; then waits
+                                       hold_seconds before answering (a kill in that window leaves
+                                       a call whose effect happened but whose answer never came)
     touch_resource(uri, on_request_stream=False)
                                     -> "notified: URI" after sending notifications/resources/updated
                                        for URI, if this session subscribed to it, else
@@ -23,7 +31,15 @@ Tools:
                                        session's standalone channel (the GET stream on HTTP; it is
                                        dropped, though stored for replay, if no GET stream is
                                        open), or with on_request_stream=true on this call's own
-                                       response stream.
+                                       response stream. In the 2026-07-28 era there are no
+                                       sessions: the update goes to the `subscriptions/listen`
+                                       streams that asked for URI (the SDK's subscription bus),
+                                       and the answer is "notified: URI".
+    confirm(question="Proceed?")    -> "confirmed: BOOL" after asking the client to confirm (an
+                                       elicitation with {confirm: boolean}) through the SDK's
+                                       resolver (`Resolve`/`Elicit`): in the 2026-07-28 era a
+                                       multi-round-trip `input_required` result, in the session
+                                       era a real elicitation/create request.
 Resource:
     test://counter (text/plain)     -> the current count; resources/subscribe and
                                        resources/unsubscribe are served (any URI is accepted), and
@@ -43,11 +59,11 @@ import socket
 import sys
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import (
     EmptyResult,
@@ -60,6 +76,7 @@ from mcp_types import (
     ToolAnnotations,
     UnsubscribeRequestParams,
 )
+from pydantic import BaseModel
 
 log = logging.getLogger("py_server")
 
@@ -305,6 +322,23 @@ class InMemoryEventStore(EventStore):
 # The server
 # ---------------------------------------------------------------------------------------------
 
+MODERN_VERSION = "2026-07-28"
+
+
+def _is_modern(ctx: Context) -> bool:
+    """Whether this request came in the stateless 2026-07-28 era (versions are dates)."""
+    version = ctx.protocol_version
+    return version is not None and version >= MODERN_VERSION
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+def ask_to_confirm(question: str = "Proceed?") -> Elicit[Confirmation]:
+    """The `confirm` tool's resolver: the SDK asks the client in whichever era it speaks."""
+    return Elicit(question, Confirmation)
+
 
 def build_server() -> Any:
     mcp = MCPServer("py-interop-server", version="1.0.0")
@@ -325,8 +359,11 @@ def build_server() -> Any:
         description="Not idempotent: appends a line to the count file and returns the new count.",
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, destructive_hint=False),
     )
-    async def increment() -> str:
-        return str(_increment())
+    async def increment(hold_seconds: float = 0.0) -> str:
+        count = _increment()
+        if hold_seconds > 0:
+            await anyio.sleep(hold_seconds)
+        return str(count)
 
     @mcp.tool(
         description=(
@@ -336,6 +373,10 @@ def build_server() -> Any:
         )
     )
     async def touch_resource(ctx: Context, uri: str, on_request_stream: bool = False) -> str:
+        if _is_modern(ctx):
+            await ctx.notify_resource_updated(uri)
+            log.info("published resources/updated for %s to the listen streams", uri)
+            return f"notified: {uri}"
         connection = _connection_key(ctx.headers)
         if uri not in _subscriptions.get(connection, ()):
             return f"not subscribed: {uri}"
@@ -348,6 +389,10 @@ def build_server() -> Any:
             await ctx.session.send_resource_updated(uri)
         log.info("sent notifications/resources/updated for %s to %s", uri, connection)
         return f"notified: {uri}"
+
+    @mcp.tool(description="Asks the client to confirm (an elicitation); returns its answer.")
+    async def confirm(answer: Annotated[Confirmation, Resolve(ask_to_confirm)], question: str = "Proceed?") -> str:
+        return f"confirmed: {str(answer.confirm).lower()}"
 
     @mcp.resource("test://counter", name="counter", description="The current count.", mime_type="text/plain")
     def counter() -> str:

@@ -10,8 +10,10 @@ use serde_json::Value;
 
 use super::ServerActor;
 use crate::actor::messages::ServerEvent;
-use crate::protocol::era::Era;
-use crate::protocol::jsonrpc::{self, codes, Inbound, RpcError};
+use crate::config::Transport;
+use crate::error::Error;
+use crate::protocol::era::{judge_initialize_error, Era};
+use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
 use crate::protocol::text::server_text;
 
 impl ServerActor {
@@ -38,7 +40,11 @@ impl ServerActor {
             Inbound::Error {
                 id: Some(id),
                 error,
-            } => self.calls.on_error_response(&id, error),
+            } => {
+                if !self.refused_for_era(&id, &error, ctx) {
+                    self.calls.on_error_response(&id, error)
+                }
+            }
             Inbound::Error { id: None, error } => {
                 tracing::warn!(server = %self.name, code = error.code, message = %server_text(&error.message), "server reported an error it could not attribute to a request");
             }
@@ -62,6 +68,36 @@ impl ServerActor {
             }
             Inbound::Notification { method, params } => self.on_notification(method, params, ctx),
         }
+    }
+
+    /// A session-era request over HTTP answered `-32022` with a modern version we speak: the
+    /// server behind the URL was replaced by one that speaks only the 2026-07-28 revision (an
+    /// upgrade, which nothing else may tell: a server that serves the session era statelessly
+    /// has no session to lose and no stream to end). The request was refused unprocessed, so it
+    /// waits for the next connection, like one a lost session refused; this connection is over,
+    /// with the reason, and the next attempt meets the server in its era at once (its handshake
+    /// is refused the same way, which switches it). A stdio server is the process we started
+    /// and cannot have been replaced: its `-32022` is an answer like any other.
+    fn refused_for_era(&mut self, id: &Id, error: &RpcError, ctx: &mut Context<Self>) -> bool {
+        let legacy_http = matches!(self.config.transport(), Transport::Http(_))
+            && self
+                .live
+                .as_ref()
+                .is_some_and(|l| l.wire.era() == Era::Legacy);
+        let Some(wire_id) = id.as_ours().filter(|_| legacy_http) else {
+            return false;
+        };
+        let Some(version) = judge_initialize_error(error) else {
+            return false;
+        };
+        tracing::warn!(server = %self.name, version = %version, "a request was refused for its protocol era: the server speaks only the modern one now; reconnecting");
+        self.calls.unsend(&[wire_id]);
+        let reason = Error::connection(
+            &self.name,
+            format!("the server no longer speaks the legacy protocol era (it refused a request and speaks {version})"),
+        );
+        self.connection_lost(reason, ctx);
+        true
     }
 
     pub(super) fn on_notification(
