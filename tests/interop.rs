@@ -8,6 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use actix::Addr;
+use common::cutting_proxy::CuttingProxy;
 use common::interop::*;
 use common::*;
 use mcp_supervisor::protocol::era::ProtocolChoice;
@@ -533,57 +534,6 @@ async fn s3_http_server_restart_is_invisible_python() {
         ),
     );
     sup.send(Shutdown).await.unwrap();
-}
-
-/// A TCP relay to `target` that can cut every connection it carries at once: a network cut in
-/// the middle of an SSE stream.
-struct CuttingProxy {
-    port: u16,
-    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-    accept: tokio::task::JoinHandle<()>,
-}
-
-impl CuttingProxy {
-    async fn start(target: u16) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let conns = connections.clone();
-        let accept = tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
-                let relay = tokio::spawn(async move {
-                    if let Ok(mut outbound) =
-                        tokio::net::TcpStream::connect(("127.0.0.1", target)).await
-                    {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                    }
-                });
-                conns.lock().unwrap().push(relay.abort_handle());
-            }
-        });
-        CuttingProxy {
-            port,
-            connections,
-            accept,
-        }
-    }
-
-    /// Drops every open connection (both sides see the socket close).
-    fn cut_all(&self) -> usize {
-        let mut conns = self.connections.lock().unwrap();
-        let n = conns.len();
-        for c in conns.drain(..) {
-            c.abort();
-        }
-        n
-    }
-}
-
-impl Drop for CuttingProxy {
-    fn drop(&mut self) {
-        self.accept.abort();
-        self.cut_all();
-    }
 }
 
 /// Scenario 4: the SSE stream of a call is cut mid-way by a TCP proxy; the result arrives

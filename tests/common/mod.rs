@@ -2,6 +2,7 @@
 //! tests can await, and process-table checks.
 #![allow(dead_code)]
 
+pub mod cutting_proxy;
 pub mod http_server;
 pub mod interop;
 

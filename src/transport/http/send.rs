@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
-use awc::error::SendRequestError;
+use awc::error::{ConnectError, SendRequestError};
 use bytes::Bytes;
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
@@ -144,7 +144,10 @@ async fn post(
     };
     let response = match sent {
         Ok(response) => response,
-        Err(SendRequestError::Connect(e)) => {
+        // awc reports a socket that closed after the request was written, before the answer's
+        // head came, as `Connect(Disconnected)`: the server may well have run it (killed
+        // mid-call), so it is an interrupted exchange, not one that never got there.
+        Err(SendRequestError::Connect(e)) if !matches!(e, ConnectError::Disconnected) => {
             // The server cannot be reached: the connection is over, and this request never
             // got there, so it can be sent again whatever its retry policy.
             if let Some(id) = id {

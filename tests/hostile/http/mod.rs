@@ -9,9 +9,10 @@
 //!
 //! The families: `get_stream` (what the GET stream is answered with), `answers` (POST answers
 //! of the wrong kind, bodies that trickle or never end, redirects, session ids), `overload`
-//! (429/503 and `Retry-After`, SSE `retry:`), `floods`.
+//! (429/503 and `Retry-After`, SSE `retry:`), `floods`, `cuts` (the network cut mid-call).
 
 mod answers;
+mod cuts;
 mod floods;
 mod get_stream;
 mod overload;
