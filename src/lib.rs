@@ -49,6 +49,13 @@
 //!   once; a `tools/call` only if its [`RetryPolicy`] allows it, otherwise the caller gets
 //!   [`ErrorKind::OutcomeUnknown`]. We never run a tool twice on our own.
 //!
+//! # Cargo features
+//!
+//! `stdio` (child-process servers) and `http` (Streamable HTTP over awc and rustls) are on by
+//! default; at least one is needed. A build without one refuses its servers with a
+//! [`config`](ErrorKind::Config) error that names the feature
+//! ([`Transport::is_compiled_in`]).
+//!
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum and its stable kind codes; `build`, the constructors that
@@ -108,6 +115,9 @@
 //! - `fuzz/`: cargo-fuzz targets for the parsers; their checks also run in `cargo test`.
 
 #![warn(missing_docs)]
+
+#[cfg(not(any(feature = "stdio", feature = "http")))]
+compile_error!("mcp-supervisor needs at least one transport: enable the `stdio` or `http` feature (both are default)");
 
 pub mod actor;
 pub mod config;

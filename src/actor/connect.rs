@@ -19,7 +19,11 @@ use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::pagination;
 use crate::protocol::text::server_text;
-use crate::transport::{http, stdio, Closer, Connection, Reaping, SkipCounters, TransportEvent};
+#[cfg(feature = "http")]
+use crate::transport::http;
+#[cfg(feature = "stdio")]
+use crate::transport::stdio;
+use crate::transport::{Closer, Connection, Reaping, SkipCounters, TransportEvent};
 
 mod opening;
 
@@ -59,6 +63,7 @@ pub(crate) struct Attempt {
     /// used again on the connection it hands over.
     pub ids: RequestIds,
     /// The actor's count of its processes not gone yet (see [`Reaping`]).
+    #[cfg_attr(not(feature = "stdio"), allow(dead_code))]
     pub reaping: Reaping,
     /// The era the last connection spoke (or an earlier attempt learned), tried first.
     pub remembered: Option<Era>,
@@ -104,6 +109,7 @@ impl Attempt {
     /// Starts the transport: spawns the process, or prepares the HTTP client.
     fn open_transport(&self) -> Result<Connection, Error> {
         match &self.transport {
+            #[cfg(feature = "stdio")]
             Transport::Stdio(config) => stdio::spawn(
                 &self.server,
                 config,
@@ -111,9 +117,14 @@ impl Attempt {
                 self.skips.clone(),
                 &self.reaping,
             ),
+            #[cfg(feature = "http")]
             Transport::Http(config) => {
                 http::connect(&self.server, config, &self.settings, self.skips.clone())
             }
+            // Configs of a transport this build lacks are refused by validation before an
+            // actor starts; this is the backstop.
+            #[allow(unreachable_patterns)]
+            other => Err(crate::config::missing_transport(&self.server, other)),
         }
     }
 

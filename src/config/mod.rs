@@ -26,4 +26,6 @@ pub use server_config::ServerConfig;
 pub use settings::Settings;
 pub use transport::{HttpConfig, StdioConfig, Transport, SAFE_ENV_VARS};
 
+pub(crate) use transport::missing_transport;
+#[cfg(feature = "http")]
 pub(crate) use transport::redact_url;

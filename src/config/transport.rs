@@ -5,6 +5,7 @@
 //! in URLs, arguments expanded from variables): their hand-written `Debug` impls and the URL redaction that logs use live together,
 //! so that what may be shown is decided in one place.
 
+use crate::error::Error;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -108,6 +109,25 @@ impl Transport {
             Transport::Http(_) => "http",
         }
     }
+
+    /// Whether this build can connect over this transport: each has its cargo feature
+    /// (`stdio`, `http`; both on by default).
+    pub fn is_compiled_in(&self) -> bool {
+        match self {
+            Transport::Stdio(_) => cfg!(feature = "stdio"),
+            Transport::Http(_) => cfg!(feature = "http"),
+        }
+    }
+}
+
+/// The error for a server over a transport this build was compiled without.
+pub(crate) fn missing_transport(server: &str, transport: &Transport) -> Error {
+    let kind = transport.kind();
+    Error::config(
+        Some(server),
+        "transport",
+        format!("this build has no {kind} transport: enable the `{kind}` cargo feature of mcp-supervisor"),
+    )
 }
 
 /// A URL fit for logs: without `user:password@` and without the query string, where API keys

@@ -51,6 +51,11 @@ impl ServerConfig {
             }
             Transport::Http(http) => validate_http(name, http)?,
         }
+        // After the transport's own checks, so that a config is judged the same whatever the
+        // build; then whether this build can run it at all.
+        if !self.transport.is_compiled_in() {
+            return Err(super::missing_transport(&self.name, &self.transport));
+        }
         check_settings(&self.settings(global), &|field, message| {
             let origin = if self.overrides.is_set(field) {
                 "this server's own setting"
@@ -228,6 +233,32 @@ mod tests {
             .unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(e.to_string().contains("ftp://***@h.example/x?***"), "{e}");
+    }
+
+    #[test]
+    fn a_transport_this_build_lacks_is_a_config_error_naming_its_feature() {
+        // `cargo test --no-default-features --features stdio --lib` (in CI) takes the other
+        // branch for HTTP.
+        for config in [
+            ServerConfig::stdio("s", "x"),
+            ServerConfig::http("h", "http://127.0.0.1/mcp"),
+        ] {
+            let result = config.validate();
+            if config.transport().is_compiled_in() {
+                assert!(result.is_ok(), "{result:?}");
+                continue;
+            }
+            let e = result.unwrap_err();
+            let kind = config.transport().kind();
+            assert!(
+                matches!(e, Error::Config { ref field, .. } if field == "transport"),
+                "{e}"
+            );
+            assert!(
+                e.to_string().contains(&format!("`{kind}` cargo feature")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ impl Error {
 
     /// The end of a server process: why, its exit status, and the stderr lines it left
     /// (which the stdio transport keeps already escaped and bounded).
+    #[cfg_attr(not(feature = "stdio"), allow(dead_code))]
     pub(crate) fn process_ended(
         server: &str,
         message: impl AsRef<str>,
@@ -98,6 +99,7 @@ impl Error {
     }
 
     /// The server refused our credentials; `message` is its `WWW-Authenticate` or body.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn unauthorized(server: &str, status: u16, message: impl AsRef<str>) -> Self {
         Error::Unauthorized {
             server: server.to_owned(),

@@ -4,8 +4,11 @@
 //! Transports do IO only. They know nothing of calls, retries or states: framing and parsing
 //! come from [`crate::protocol`], every decision from [`crate::policy`].
 
+#[cfg(feature = "http")]
 pub(crate) mod http;
+#[cfg(feature = "stdio")]
 mod process_tree;
+#[cfg(feature = "stdio")]
 pub(crate) mod stdio;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -19,6 +22,8 @@ use crate::protocol::jsonrpc::Inbound;
 
 /// One thing that came from the server.
 #[derive(Debug)]
+// Only HTTP refuses or fails single requests; a stdio-only build never makes those events.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum TransportEvent {
     /// A message.
     Message(Inbound),
@@ -74,10 +79,12 @@ struct ReapingState {
 
 /// One process (or one piece of work on it) that is not gone yet; dropping it says it is.
 #[derive(Debug)]
+#[cfg(feature = "stdio")]
 pub(crate) struct ReapGuard(Reaping);
 
 impl Reaping {
     /// Counts one more process until the guard is dropped.
+    #[cfg(feature = "stdio")]
     pub fn track(&self) -> ReapGuard {
         self.0.live.fetch_add(1, Ordering::AcqRel);
         ReapGuard(self.clone())
@@ -98,6 +105,7 @@ impl Reaping {
     }
 }
 
+#[cfg(feature = "stdio")]
 impl Drop for ReapGuard {
     fn drop(&mut self) {
         if self.0 .0.live.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -108,6 +116,8 @@ impl Drop for ReapGuard {
 
 /// What the actor hands a transport.
 #[derive(Debug)]
+// Headers and abandoned requests mean something to HTTP only.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Outgoing {
     /// A serialized, newline-terminated message.
     Line(Vec<u8>),
@@ -157,7 +167,9 @@ pub(crate) struct Connection {
 
 /// Stops a connection: a child process, or an HTTP session.
 pub(crate) enum Closer {
+    #[cfg(feature = "stdio")]
     Process(stdio::ProcessHandle),
+    #[cfg(feature = "http")]
     Http(http::HttpHandle),
 }
 
@@ -165,22 +177,30 @@ impl Closer {
     /// The child's process id (stdio only).
     pub fn pid(&self) -> Option<u32> {
         match self {
+            #[cfg(feature = "stdio")]
             Closer::Process(p) => p.pid(),
+            #[cfg(feature = "http")]
             Closer::Http(_) => None,
         }
     }
 
     /// The handshake is done with this protocol version.
     pub fn initialized(&self, protocol_version: &str) {
+        #[cfg(feature = "http")]
+        #[allow(irrefutable_let_patterns)] // a build without `stdio` has no other kind
         if let Closer::Http(h) = self {
             h.initialized(protocol_version);
         }
+        #[cfg(not(feature = "http"))]
+        let _ = protocol_version;
     }
 
     /// Ends a broken or hung connection at once.
     pub async fn kill(self) {
         match self {
+            #[cfg(feature = "stdio")]
             Closer::Process(p) => p.kill().await,
+            #[cfg(feature = "http")]
             Closer::Http(h) => h.kill(),
         }
     }
@@ -188,7 +208,9 @@ impl Closer {
     /// Ends a healthy connection politely (stdin closed first / session deleted).
     pub async fn shutdown(self, grace: std::time::Duration) {
         match self {
+            #[cfg(feature = "stdio")]
             Closer::Process(p) => p.shutdown(grace).await,
+            #[cfg(feature = "http")]
             Closer::Http(h) => h.shutdown(grace).await,
         }
     }

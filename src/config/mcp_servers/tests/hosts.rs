@@ -7,6 +7,7 @@ use crate::config::ServerConfig;
 
 /// Claude Code: `${VAR}` and `${VAR:-default}` in command, args, env, cwd; url and headers.
 #[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn claude_code_variables_expand_in_every_field() {
     let loaded = opts()
         .load_json(
@@ -148,6 +149,7 @@ fn cursor_format() {
 
 /// VS Code: `servers`, JSONC, `${input:…}`, `enabled: false`, `type: "stdio"`, `envFile`.
 #[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn vscode_format() {
     let dir = tempfile::tempdir().unwrap();
     let vscode = dir.path().join(".vscode");
@@ -206,6 +208,7 @@ fn vscode_format() {
 
 /// Windsurf: `serverUrl` is the HTTP url; `${env:VAR}`; `disabled`.
 #[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn windsurf_format() {
     let loaded = opts()
         .load_json(

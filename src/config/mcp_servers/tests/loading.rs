@@ -9,6 +9,7 @@ use crate::config::{LoadOptions, ServerConfig};
 /// One bad entry does not reject the file: every invalid entry is its own error, naming
 /// server and field; strict mode keeps the old all-or-nothing.
 #[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn partial_load_reports_each_invalid_entry() {
     let json = r#"{"mcpServers": {
         "a-sse": {"type": "sse", "url": "https://old.example/sse"},

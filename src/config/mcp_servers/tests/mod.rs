@@ -93,6 +93,7 @@ fn errors_name_server_and_field() {
 }
 
 #[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn parses_http_servers() {
     let servers = ServerConfig::from_mcp_servers_json(
         r#"{"mcpServers": {
