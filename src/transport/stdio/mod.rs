@@ -72,6 +72,8 @@ impl StderrTail {
 
 /// Controls a running child process and its process group.
 pub(crate) struct ProcessHandle {
+    /// The server's name, for the log lines of its shutdown.
+    server: Arc<str>,
     pid: Option<Pid>,
     /// `Some(description)` once the child has exited and been reaped.
     exit: watch::Receiver<Option<String>>,
@@ -139,11 +141,11 @@ impl ProcessHandle {
         self.snapshot_strays().await;
         self.stdin = None;
         if !self.wait_exit(grace).await {
-            tracing::debug!(pid = ?self.pid, "server did not exit after stdin closed; SIGTERM");
+            tracing::debug!(server = %self.server, pid = self.pid(), "server did not exit after stdin closed; SIGTERM");
             self.snapshot_strays().await;
             self.signal_group(Signal::SIGTERM);
             if !self.wait_exit(grace).await {
-                tracing::warn!(pid = ?self.pid, "server ignored SIGTERM; SIGKILL");
+                tracing::warn!(server = %self.server, pid = self.pid(), "server ignored SIGTERM; SIGKILL");
                 self.snapshot_strays().await;
                 self.signal_group(Signal::SIGKILL);
                 self.wait_exit(Duration::from_secs(5)).await;
@@ -266,7 +268,7 @@ pub(crate) fn spawn(
     else {
         return Err(Error::connection(server, "child process has no pipes"));
     };
-    tracing::debug!(server = %server, pid = ?pid, command = %config.command, "spawned server process");
+    tracing::debug!(server = %server, pid = child.id(), command = %config.command, "spawned server process");
 
     let (exit_tx, exit) = watch::channel(None);
     let reaped = reaping.track();
@@ -306,6 +308,7 @@ pub(crate) fn spawn(
     tokio::spawn(write_loop(stdin, out_rx, write_failed_tx, backlog.clone()));
 
     let process = ProcessHandle {
+        server: server.clone(),
         pid,
         exit: exit.clone(),
         stderr: stderr_tail.clone(),
@@ -320,6 +323,7 @@ pub(crate) fn spawn(
         queued: VecDeque::new(),
         write_failed: Some(write_failed),
         report: ProcessHandle {
+            server: server.clone(),
             pid: None,
             exit,
             stderr: stderr_tail,
