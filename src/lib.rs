@@ -114,7 +114,16 @@ pub mod config;
 pub mod error;
 pub mod policy;
 pub mod protocol;
+#[cfg(feature = "serde")]
+pub mod serialize;
 pub(crate) mod transport;
+#[cfg(feature = "actix-web")]
+pub mod web;
+
+/// The MCP schema types (`Tool`, `CallToolResult`, `Content`, `ServerCapabilities`, ...) the
+/// API speaks, from the official Rust SDK: `mcp_supervisor::model::CallToolResult` needs no
+/// `rmcp` dependency of your own.
+pub use rmcp::model;
 
 pub use actor::messages::{
     AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts, ListResources,
@@ -130,6 +139,8 @@ pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
+#[cfg(feature = "serde")]
+pub use serialize::ErrorView;
 
 /// The README's examples, compiled as doc tests so that they cannot drift from the API.
 #[cfg(doctest)]
