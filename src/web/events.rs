@@ -168,3 +168,29 @@ pub(super) async fn stream(shared: Data<Shared>) -> HttpResponse {
         .insert_header(("x-accel-buffering", HeaderValue::from_static("no")))
         .streaming(events)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only test of this process that opens streams: the count is all its own.
+    #[test]
+    fn at_most_max_event_streams_are_open_and_a_closed_one_frees_its_place() {
+        let open: Vec<Open> = (0..MAX_EVENT_STREAMS)
+            .map_while(|_| Open::claim())
+            .collect();
+        assert_eq!(open.len(), MAX_EVENT_STREAMS);
+        assert!(Open::claim().is_none(), "one more is refused");
+        drop(open.into_iter().next());
+        assert!(Open::claim().is_some(), "a closed stream frees its place");
+    }
+
+    #[test]
+    fn a_frame_is_one_event_with_one_data_line() {
+        let frame = frame("log", &serde_json::json!({"text": "two\nlines"}));
+        assert_eq!(
+            &frame[..],
+            b"event: log\ndata: {\"text\":\"two\\nlines\"}\n\n"
+        );
+    }
+}
