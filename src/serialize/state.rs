@@ -1,14 +1,15 @@
 //! [`ServerState`] as JSON: tagged by its [`name`](ServerState::name), its instants as
-//! milliseconds from now.
+//! milliseconds from now, a failed state's error as an [`ErrorView`](super::ErrorView).
 
 use serde::{Serialize, Serializer};
 
-use super::{error::ErrorView, millis_until};
+use super::millis_until;
+use crate::error::Error;
 use crate::policy::state::ServerState;
 
 #[derive(Serialize)]
 #[serde(tag = "name", rename_all = "snake_case")]
-enum StateView {
+enum StateView<'a> {
     Connecting {
         attempt: u32,
         max: u32,
@@ -19,7 +20,7 @@ enum StateView {
         retry_in_ms: Option<u64>,
     },
     Failed {
-        error: ErrorView,
+        error: &'a Error,
         revive_in_ms: Option<u64>,
     },
     Stopped,
@@ -38,7 +39,7 @@ impl Serialize for ServerState {
                 retry_in_ms: retry_at.map(millis_until),
             },
             ServerState::Failed { error, revive_at } => StateView::Failed {
-                error: ErrorView::from(error),
+                error,
                 revive_in_ms: revive_at.map(millis_until),
             },
             ServerState::Stopped => StateView::Stopped,
@@ -54,7 +55,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::error::Error;
 
     #[test]
     fn states_are_tagged_by_name_and_instants_count_down() {

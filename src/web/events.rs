@@ -185,6 +185,51 @@ mod tests {
         assert!(Open::claim().is_some(), "a closed stream frees its place");
     }
 
+    /// A client that does not read holds back its own delivery: its forwarder takes no more
+    /// than the channel holds (plus the one it waits to put in), and the fan-out's bounded
+    /// queue keeps the rest, dropping and counting what does not fit.
+    #[actix_rt::test]
+    async fn a_client_that_does_not_read_backs_up_into_the_fanouts_bounded_queue() {
+        use crate::actor::fanout::{Fanout, QUEUE_CAPACITY};
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let forwarder = Forwarder { tx }.start();
+        let mut fanout = Fanout::default();
+        fanout.subscribe(forwarder.recipient());
+        let notification = ServerEvent::Notification {
+            server: "s".into(),
+            method: "notifications/x".into(),
+            params: None,
+        };
+        let batch = 1000;
+        for _ in 0..batch {
+            fanout.emit(&notification);
+        }
+        let first_dropped = fanout.counts().dropped;
+        assert_eq!(first_dropped, (batch - QUEUE_CAPACITY) as u64);
+        // Let the drain fill the channel and park the next event in the forwarder.
+        for _ in 0..10_000 {
+            if rx.len() == STREAM_BUFFER {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(rx.len(), STREAM_BUFFER, "the channel fills and no more");
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        for _ in 0..batch {
+            fanout.emit(&notification);
+        }
+        let second_dropped = fanout.counts().dropped - first_dropped;
+        // The queue had room only for what went on into the channel and the forwarder.
+        let room = (STREAM_BUFFER + 1) as u64;
+        assert!(
+            (batch as u64 - room..=batch as u64 - STREAM_BUFFER as u64).contains(&second_dropped),
+            "{second_dropped} of {batch} dropped"
+        );
+        assert_eq!(rx.len(), STREAM_BUFFER);
+    }
+
     #[test]
     fn a_frame_is_one_event_with_one_data_line() {
         let frame = frame("log", &serde_json::json!({"text": "two\nlines"}));
