@@ -59,7 +59,8 @@
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum and its stable kind codes; `build`, the constructors that
-//!   escape and bound server text; `show`, the optional parts of the messages.
+//!   escape and bound server text; `show`, the optional parts of the messages;
+//!   [`http`](error::http), the HTTP status a gateway answers for each kind.
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON
@@ -99,6 +100,13 @@
 //!   re-subscribe), `server_requests` (requests the server sends us, bounded), `fanout` (events
 //!   to subscribers through bounded queues) and `gone` (the notice the supervisor gets when an
 //!   actor is dropped, panics included).
+//! - `serialize` (feature `serde`): the serde forms of statuses, states, counters, events,
+//!   error kinds and errors (`ErrorView`), one file each, durations and instants as
+//!   milliseconds.
+//! - `web` (feature `actix-web`): `response` (the error as an actix-web `ResponseError`),
+//!   `scope` (`status_scope`: `/status`, `/status/events`, `/status/page`), `events` (the
+//!   bounded Server-Sent Events stream) and `page` (the operators' HTML page and its script).
+//! - [`model`]: `rmcp::model`, the MCP schema types, re-exported.
 //!
 //! Beside the library:
 //!
@@ -124,7 +132,16 @@ pub mod config;
 pub mod error;
 pub mod policy;
 pub mod protocol;
+#[cfg(feature = "serde")]
+pub mod serialize;
 pub(crate) mod transport;
+#[cfg(feature = "actix-web")]
+pub mod web;
+
+/// The MCP schema types (`Tool`, `CallToolResult`, `Content`, `ServerCapabilities`, ...) the
+/// API speaks, from the official Rust SDK: `mcp_supervisor::model::CallToolResult` needs no
+/// `rmcp` dependency of your own.
+pub use rmcp::model;
 
 pub use actor::messages::{
     AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts, ListResources,
@@ -140,6 +157,8 @@ pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
+#[cfg(feature = "serde")]
+pub use serialize::ErrorView;
 
 /// The README's examples, compiled as doc tests so that they cannot drift from the API.
 #[cfg(doctest)]

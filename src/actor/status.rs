@@ -12,6 +12,11 @@ use crate::protocol::era::Era;
 /// Counters of one server, since the supervisor started it. Calls include the supervisor's own
 /// (liveness pings, tool-list refreshes), not the handshake.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default)
+)]
 #[non_exhaustive]
 pub struct Counters {
     /// Calls answered with a result.

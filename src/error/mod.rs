@@ -17,6 +17,7 @@ use std::fmt;
 use std::time::Duration;
 
 mod build;
+pub mod http;
 mod show;
 
 use show::{ExitStatus, InDir, Overload, RetryAfter, ServerName, StderrTail};

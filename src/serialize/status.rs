@@ -1,0 +1,52 @@
+//! [`ServerStatus`] as JSON: every field under its own name, `in_state_for` as
+//! `in_state_for_ms`, the era as its name, the last error as an
+//! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools.
+
+use rmcp::model::{Implementation, ServerCapabilities, Tool};
+use serde::{Serialize, Serializer};
+
+use super::{error::ErrorView, millis};
+use crate::actor::status::{Counters, ServerStatus};
+use crate::policy::state::ServerState;
+
+#[derive(Serialize)]
+struct StatusView<'a> {
+    name: &'a str,
+    transport: &'a str,
+    state: &'a ServerState,
+    in_state_for_ms: u64,
+    server_info: &'a Option<Implementation>,
+    era: Option<&'static str>,
+    protocol_version: &'a Option<String>,
+    capabilities: &'a Option<ServerCapabilities>,
+    tool_count: usize,
+    tools: &'a [Tool],
+    subscriptions: &'a [String],
+    counters: &'a Counters,
+    last_error: Option<ErrorView>,
+    pid: Option<u32>,
+    pending_calls: usize,
+}
+
+impl Serialize for ServerStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StatusView {
+            name: &self.name,
+            transport: self.transport,
+            state: &self.state,
+            in_state_for_ms: millis(self.in_state_for),
+            server_info: &self.server_info,
+            era: self.era.map(|e| e.name()),
+            protocol_version: &self.protocol_version,
+            capabilities: &self.capabilities,
+            tool_count: self.tools.len(),
+            tools: &self.tools,
+            subscriptions: &self.subscriptions,
+            counters: &self.counters,
+            last_error: self.last_error.as_ref().map(ErrorView::from),
+            pid: self.pid,
+            pending_calls: self.pending_calls,
+        }
+        .serialize(s)
+    }
+}

@@ -1,0 +1,73 @@
+//! The status page (`mcp_supervisor::web`, `GET /status/page`) in a real browser: this test
+//! serves the status scope in front of two demo servers and one that fails after writing HTML
+//! to stderr, and runs `tests/browser/status_page.mjs`, which drives Debian's headless
+//! Chromium (`/usr/bin/chromium`) with playwright-core. `.ci/browser` installs both and runs
+//! this test; run that script once before `cargo test --all-features`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use actix_web::{App, HttpServer};
+use common::{demo, quick_settings, start_supervisor, tempdir};
+use mcp_supervisor::web::status_scope;
+use mcp_supervisor::ServerConfig;
+
+#[actix::test]
+async fn the_status_page_shows_every_server_and_follows_a_kill() {
+    let browser = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        browser.join("node_modules/playwright-core").is_dir()
+            && Path::new("/usr/bin/chromium").exists(),
+        "playwright-core or Chromium is missing: run `bash .ci/browser`, which installs both"
+    );
+    let dir = tempdir();
+    let mut settings = quick_settings();
+    settings.max_connect_retries = 0;
+    settings.revive = false;
+    let broken = ServerConfig::stdio("broken", "/bin/sh")
+        .args(["-c", "echo '<img src=x onerror=alert(1)>' >&2; exit 3"]);
+    let (sup, events) = start_supervisor(
+        settings,
+        [demo("alpha", dir.path()), demo("beta", dir.path()), broken],
+    );
+    events.ready("alpha", 1).await;
+    events.ready("beta", 1).await;
+    events.state("broken", "failed", 1).await;
+
+    let server = HttpServer::new(move || App::new().service(status_scope(sup.clone())))
+        .workers(1)
+        .disable_signals()
+        .bind(("127.0.0.1", 0))
+        .expect("a free port");
+    let url = format!("http://{}", server.addrs()[0]);
+    actix_rt::spawn(server.run());
+
+    let started = Instant::now();
+    let child = tokio::process::Command::new("node")
+        .arg("status_page.mjs")
+        .arg(&url)
+        .current_dir(&browser)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("the browser test ends within 2 minutes")
+        .expect("its output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!(
+        "{stdout}# browser run: {} ms",
+        started.elapsed().as_millis()
+    );
+    assert!(
+        output.status.success(),
+        "the browser test failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
