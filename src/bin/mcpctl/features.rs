@@ -120,7 +120,7 @@ impl Session {
         server: &str,
         key: &str,
         items: Result<Vec<T>, Error>,
-        line: fn(&T) -> String,
+        columns: fn(&T) -> Vec<String>,
     ) -> bool {
         match (items, self.json) {
             (Ok(items), true) => {
@@ -131,8 +131,9 @@ impl Session {
             }
             (Ok(items), false) => {
                 println!("{server} ({} {key}s)", items.len());
-                for item in &items {
-                    println!("  {}", line(item).trim_end());
+                let rows: Vec<Vec<String>> = items.iter().map(columns).collect();
+                for line in aligned(&rows) {
+                    println!("  {line}");
                 }
                 true
             }
@@ -291,15 +292,42 @@ impl CursorRequest for ListPrompts {
     }
 }
 
-/// `demo://clock  clock  text/plain  A version number...`: all of it server text.
-fn resource_line(r: &Resource) -> String {
-    let mime = r.mime_type.as_deref().unwrap_or("-");
-    let description = first_line(r.description.as_deref());
-    server_text(&format!("{}  {}  {mime}  {description}", r.uri, r.name))
+/// Columns two spaces apart, each as wide as its widest cell; lines end without spaces.
+fn aligned(rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let width = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(width),
+                None => widths.push(width),
+            }
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, &width)| format!("{cell:<width$}"))
+                .collect();
+            cells.join("  ").trim_end().to_owned()
+        })
+        .collect()
+}
+
+/// `demo://clock  clock  text/plain  A version number...`: all of it server text, escaped.
+fn resource_line(r: &Resource) -> Vec<String> {
+    vec![
+        server_text(&r.uri),
+        server_text(&r.name),
+        server_text(r.mime_type.as_deref().unwrap_or("-")),
+        server_text(&first_line(r.description.as_deref())),
+    ]
 }
 
 /// `greet(name*)  Greets someone by name.`: `*` marks a required argument.
-fn prompt_line(p: &Prompt) -> String {
+fn prompt_line(p: &Prompt) -> Vec<String> {
     let arguments: Vec<String> = p
         .arguments
         .iter()
@@ -309,12 +337,10 @@ fn prompt_line(p: &Prompt) -> String {
             format!("{}{star}", a.name)
         })
         .collect();
-    let description = first_line(p.description.as_deref());
-    server_text(&format!(
-        "{}({})  {description}",
-        p.name,
-        arguments.join(", ")
-    ))
+    vec![
+        server_text(&format!("{}({})", p.name, arguments.join(", "))),
+        server_text(&first_line(p.description.as_deref())),
+    ]
 }
 
 fn first_line(text: Option<&str>) -> String {
