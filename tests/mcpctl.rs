@@ -146,6 +146,32 @@ fn status_is_0_when_every_server_is_ready_and_quiet_off_a_terminal() {
     assert!(!out.stderr.contains(&0x1b), "{:?}", out.stderr);
 }
 
+/// On a terminal (a pseudo-terminal from `script`, util-linux's, in Debian's essential
+/// `bsdutils`), `status` turns a spinner per server while they connect, then clears it.
+#[test]
+fn status_shows_a_spinner_per_server_on_a_terminal() {
+    let command =
+        format!("'{MCPCTL}' status --env DEMO_SLOW_START_MS=500 --stdio --name slow -- '{DEMO}'");
+    let out = Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run script: {e}"));
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let text = stdout(&out);
+    // indicatif's spinner frames are braille characters; `ESC [2K` clears a line.
+    let spinner = text
+        .lines()
+        .any(|l| l.contains("slow") && l.contains("connecting") && l.contains('\u{2801}'));
+    assert!(spinner, "no spinner line in {text:?}");
+    assert!(text.contains("\x1b[2K"), "{text:?}");
+    let table = text
+        .rfind("NAME ")
+        .map(|at| &text[at..])
+        .unwrap_or_default();
+    assert!(table.contains("slow  "), "{text:?}");
+}
+
 #[test]
 fn tools_json_is_one_line_per_tool() {
     let dir = common::tempdir();

@@ -70,10 +70,13 @@ impl Spinners {
             }
         }
     }
+}
 
-    /// Takes the spinners off the terminal: what is printed next replaces them.
-    pub(crate) fn clear(self) {
-        if let Some((multi, bars)) = self.bars {
+/// Takes the spinners off the terminal, also when the wait is cut short (Ctrl-C): what is
+/// printed next replaces them.
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        if let Some((multi, bars)) = self.bars.take() {
             for bar in bars.values() {
                 bar.finish_and_clear();
             }

@@ -104,9 +104,8 @@ impl Session {
         let statuses = self.statuses().await?;
         let names: Vec<&str> = statuses.iter().map(|s| s.name.as_str()).collect();
         let spinners = Spinners::new(&names);
-        let outcome = self.settle_showing(limit, &spinners).await;
-        spinners.clear();
-        outcome
+        self.settle_showing(limit, &spinners).await
+        // The spinners are dropped here, taking themselves off the terminal.
     }
 
     async fn settle_showing(
