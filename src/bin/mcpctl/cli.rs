@@ -54,11 +54,11 @@ pub(crate) struct SourceArgs {
 
     /// A header sent to the --http server, `Name: value` (repeatable)
     #[arg(long, global = true, value_name = "NAME:VALUE", value_parser = parse_header)]
-    pub(crate) header: Vec<(String, String)>,
+    pub(crate) header: Vec<(String, Secret)>,
 
     /// An environment variable for the --stdio server, KEY=VALUE (repeatable)
     #[arg(long, global = true, value_name = "KEY=VALUE", value_parser = parse_env)]
-    pub(crate) env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, Secret)>,
 
     /// The name of the server given with --stdio or --http [default: the command's file name,
     /// or the URL's host]
@@ -275,20 +275,31 @@ impl Command {
     }
 }
 
+/// The value of a header or environment variable given on the command line: a token as often
+/// as not, so `Debug` does not show it.
+#[derive(Clone)]
+pub(crate) struct Secret(pub(crate) String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// `Name: value` or `Name:value`.
-fn parse_header(text: &str) -> Result<(String, String), String> {
+fn parse_header(text: &str) -> Result<(String, Secret), String> {
     match text.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {
-            Ok((name.trim().to_owned(), value.trim().to_owned()))
+            Ok((name.trim().to_owned(), Secret(value.trim().to_owned())))
         }
         _ => Err("expected `Name: value`".into()),
     }
 }
 
 /// `KEY=VALUE`.
-fn parse_env(text: &str) -> Result<(String, String), String> {
+fn parse_env(text: &str) -> Result<(String, Secret), String> {
     match text.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), Secret(value.to_owned()))),
         _ => Err("expected `KEY=VALUE`".into()),
     }
 }
@@ -339,14 +350,34 @@ mod tests {
 
     #[test]
     fn headers_and_env_split_once() {
+        let (name, value) = parse_header("Authorization: Bearer a:b").unwrap();
         assert_eq!(
-            parse_header("Authorization: Bearer a:b").unwrap(),
-            ("Authorization".into(), "Bearer a:b".into())
+            (name.as_str(), value.0.as_str()),
+            ("Authorization", "Bearer a:b")
         );
         assert!(parse_header("no-colon").is_err());
         assert!(parse_header(": v").is_err());
-        assert_eq!(parse_env("A=b=c").unwrap(), ("A".into(), "b=c".into()));
+        let (key, value) = parse_env("A=b=c").unwrap();
+        assert_eq!((key.as_str(), value.0.as_str()), ("A", "b=c"));
         assert!(parse_env("=x").is_err());
+    }
+
+    #[test]
+    fn debug_shows_no_header_or_env_value() {
+        let cli = Cli::try_parse_from([
+            "mcpctl",
+            "--http",
+            "http://h/mcp",
+            "--header",
+            "Authorization: Bearer s3cret",
+            "status",
+        ])
+        .unwrap();
+        let debug = format!("{cli:?}");
+        assert!(
+            debug.contains("Authorization") && !debug.contains("s3cret"),
+            "{debug}"
+        );
     }
 
     #[test]

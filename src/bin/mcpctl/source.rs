@@ -48,7 +48,7 @@ pub(crate) fn single_server(
         let name = source.name.clone().unwrap_or_else(|| file_name(program));
         let mut config = ServerConfig::stdio(name, program).args(args);
         for (key, value) in &source.env {
-            config = config.env(key, value);
+            config = config.env(key, &value.0);
         }
         return Ok(Some(config));
     }
@@ -56,7 +56,7 @@ pub(crate) fn single_server(
         let name = source.name.clone().unwrap_or_else(|| host(url));
         let mut config = ServerConfig::http(name, url);
         for (key, value) in &source.header {
-            config = config.header(key, value);
+            config = config.header(key, &value.0);
         }
         return Ok(Some(config));
     }
