@@ -1,7 +1,7 @@
 //! The `mcpctl` binary (the `cli` feature) run as a user runs it, against the demo server: from
 //! an mcpServers file and given on the command line (`--stdio`, `--http` against the in-tree
-//! HTTP test server), every command's `--json` lines, what `status` shows of a failed server,
-//! and the exit codes.
+//! HTTP test server), every command's `--json` lines (`watch` too), what `status` shows of a
+//! failed server, the spinners on a terminal, and the exit codes.
 
 mod common;
 
@@ -338,4 +338,63 @@ async fn a_server_given_with_http_gets_its_headers() {
     let call = call.unwrap_or_else(|| panic!("the server saw no tools/call"));
     assert_eq!(call.header("x-api-key"), Some("k1"));
     server.stop().await;
+}
+
+/// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its
+/// `stopped` is printed) and exits with 0.
+#[test]
+fn watch_json_prints_events_until_interrupted() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Kills mcpctl if the test fails before it has exited.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            // After a successful wait, std knows the child is gone and sends nothing.
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    let child = Command::new(MCPCTL)
+        .args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    let mut child = Reaped(child);
+    let Some(out) = child.0.stdout.take() else {
+        panic!("no stdout")
+    };
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_state = |want: &str| loop {
+        let line = match lines.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => line,
+            Err(e) => panic!("no `{want}` event: {e}"),
+        };
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(event["server"], "w", "{event}");
+        assert!(
+            event["unix_ms"].as_u64().is_some_and(|ms| ms > 0),
+            "{event}"
+        );
+        if event["event"] == "state_changed" && event["state"] == want {
+            break;
+        }
+    };
+    next_state("ready");
+    common::kill(child.0.id(), nix::sys::signal::Signal::SIGINT);
+    next_state("stopped");
+    let status = child.0.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(0));
 }

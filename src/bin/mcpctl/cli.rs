@@ -158,6 +158,10 @@ pub(crate) enum Command {
     /// Stays connected and prints every state change (with its message), tool-list change,
     /// resource update, log message and other notification, with the UTC time, until Ctrl-C
     /// (then exits with 0).
+    ///
+    /// With --json, one object per event: {"unix_ms":..,"server":..,"event":"state_changed",
+    /// "state":..,"message":..}, or "event" tools_changed (added, removed), resource_updated
+    /// (uri), log (params), notification (method, params).
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Watch {
         #[command(flatten)]

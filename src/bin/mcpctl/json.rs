@@ -6,7 +6,7 @@
 //! `call --json` always printed them. What a server sent is passed on as JSON values, which
 //! escape everything that could forge a line.
 
-use mcp_supervisor::{Error, ServerStatus};
+use mcp_supervisor::{Error, ServerEvent, ServerStatus};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -97,6 +97,37 @@ pub(crate) fn outcome<T: Serialize>(
     }
 }
 
+/// A supervisor event, for `watch`: `{"unix_ms":..,"server":..,"event":"state_changed",
+/// "state":..,"message":..}`, `"tools_changed"` with `added` and `removed`,
+/// `"resource_updated"` with `uri`, `"log"` with `params`, `"notification"` with `method` and
+/// `params`.
+pub(crate) fn event(unix_ms: u64, event: &ServerEvent) -> String {
+    let (kind, mut fields) = match event {
+        ServerEvent::StateChanged { state, message, .. } => (
+            "state_changed",
+            json!({ "state": state.name(), "message": message }),
+        ),
+        ServerEvent::ToolsChanged { added, removed, .. } => (
+            "tools_changed",
+            json!({ "added": added, "removed": removed }),
+        ),
+        ServerEvent::ResourceUpdated { uri, .. } => ("resource_updated", json!({ "uri": uri })),
+        ServerEvent::Log { params, .. } => ("log", json!({ "params": params })),
+        ServerEvent::Notification { method, params, .. } => (
+            "notification",
+            json!({ "method": method, "params": params }),
+        ),
+        // Events added in later versions.
+        other => ("other", json!({ "debug": format!("{other:?}") })),
+    };
+    if let Value::Object(map) = &mut fields {
+        map.insert("unix_ms".into(), Value::from(unix_ms));
+        map.insert("server".into(), Value::from(event.server()));
+        map.insert("event".into(), Value::from(kind));
+    }
+    fields.to_string()
+}
+
 fn unserializable(e: &serde_json::Error) -> Value {
     json!({ "unserializable": e.to_string() })
 }
@@ -119,6 +150,20 @@ mod tests {
         assert_eq!(
             parsed["error"]["message"],
             "no MCP server named `x` is configured"
+        );
+    }
+
+    #[test]
+    fn an_event_is_one_object() {
+        let e = ServerEvent::ToolsChanged {
+            server: "fs".into(),
+            added: vec!["a".into()],
+            removed: vec![],
+        };
+        let line: Value = serde_json::from_str(&event(7, &e)).unwrap();
+        assert_eq!(
+            line,
+            json!({"unix_ms": 7, "server": "fs", "event": "tools_changed", "added": ["a"], "removed": []})
         );
     }
 

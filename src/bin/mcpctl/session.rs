@@ -43,7 +43,7 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
     let mut session = Session {
         sup,
         events,
-        printer: EventPrinter::new(width),
+        printer: EventPrinter::new(width, json),
         json,
         invalid,
         disabled,
