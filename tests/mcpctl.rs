@@ -144,6 +144,13 @@ fn status_is_0_when_every_server_is_ready_and_quiet_off_a_terminal() {
     assert!(stdout(&out).contains("demo "));
     // No spinner (nor any escape sequence) when stderr is not a terminal.
     assert!(!out.stderr.contains(&0x1b), "{:?}", out.stderr);
+
+    // `status SERVER`: only that one, so the others' failures do not count.
+    let config = self::config(dir.path(), true);
+    let out = mcpctl(&["status", "demo", "--json", "--config", &config]);
+    assert_eq!(code(&out), 0);
+    let lines = json_lines(&out);
+    assert_eq!((lines.len(), &lines[0]["name"]), (1, &json!("demo")));
 }
 
 /// On a terminal (a pseudo-terminal from `script`, util-linux's, in Debian's essential

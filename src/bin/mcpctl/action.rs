@@ -15,6 +15,7 @@ use crate::cli::{CallArgs, Command, ListArgs, PromptArgs, ReadArgs};
 #[derive(Debug)]
 pub(crate) enum Action {
     Status {
+        server: Option<String>,
         wait: Duration,
     },
     Tools(List),
@@ -55,7 +56,10 @@ impl Action {
     /// one was (then SERVER is left out of `call`, `read` and `prompt`).
     pub(crate) fn resolve(command: Command, single: Option<&str>) -> Result<Action, String> {
         Ok(match command {
-            Command::Status { wait, .. } => Action::Status { wait: wait.wait },
+            Command::Status { server, wait, .. } => Action::Status {
+                server: only(server, single)?,
+                wait: wait.wait,
+            },
             Command::Tools(args) => Action::Tools(list(args, single)?),
             Command::Resources(args) => Action::Resources(list(args, single)?),
             Command::Prompts(args) => Action::Prompts(list(args, single)?),
@@ -78,13 +82,15 @@ impl Action {
             Action::Call { server, .. }
             | Action::Read { server, .. }
             | Action::Prompt { server, .. } => Some(server),
-            Action::Status { .. } | Action::Watch => None,
+            Action::Status { server, .. } => server.as_deref(),
+            Action::Watch => None,
         }
     }
 }
 
-fn list(args: ListArgs, single: Option<&str>) -> Result<List, String> {
-    if let (Some(given), Some(single)) = (&args.server, single) {
+/// An optional SERVER: with a server on the command line, it may only name that one.
+fn only(server: Option<String>, single: Option<&str>) -> Result<Option<String>, String> {
+    if let (Some(given), Some(single)) = (&server, single) {
         if given != single {
             return Err(format!(
                 "the server given on the command line is named `{single}`, not `{given}` \
@@ -92,8 +98,12 @@ fn list(args: ListArgs, single: Option<&str>) -> Result<List, String> {
             ));
         }
     }
+    Ok(server)
+}
+
+fn list(args: ListArgs, single: Option<&str>) -> Result<List, String> {
     Ok(List {
-        server: args.server,
+        server: only(args.server, single)?,
         wait: args.wait.wait,
         timeout: args.timeout.timeout,
     })
@@ -251,5 +261,10 @@ mod tests {
         assert!(resolve(&["tools"], Some("demo")).is_ok());
         assert!(resolve(&["tools", "demo"], Some("demo")).is_ok());
         assert!(resolve(&["tools", "other"], Some("demo")).is_err());
+        assert!(resolve(&["status", "other"], Some("demo")).is_err());
+        let Ok(Action::Status { server, .. }) = resolve(&["status", "fs"], None) else {
+            panic!("not a status");
+        };
+        assert_eq!(server.as_deref(), Some("fs"));
     }
 }

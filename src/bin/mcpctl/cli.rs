@@ -74,7 +74,8 @@ pub(crate) enum Command {
     /// --wait; on a terminal, with a spinner per server), prints a table (name, transport,
     /// state, protocol era and version, the server's name and version, tools), then in full
     /// why each server that is not Ready failed, with its last stderr lines. Entries of the
-    /// file that are invalid are rows too, with the error naming the field.
+    /// file that are invalid are rows too, with the error naming the field. With SERVER, only
+    /// that one is started and shown.
     /// Exits with 0 if every server is Ready, 1 if one is not.
     ///
     /// With --json, one object per server:
@@ -82,6 +83,8 @@ pub(crate) enum Command {
     ///  "last_error":null} or "last_error":{"kind":..,"message":..,"stderr_tail":[..]}.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Status {
+        /// Only this server: the only one started
+        server: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
         #[command(flatten)]

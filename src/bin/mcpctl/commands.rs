@@ -24,7 +24,7 @@ impl Session {
     /// Runs one command to its end; answers its exit code.
     pub(crate) async fn run(&mut self, action: &Action) -> u8 {
         match action {
-            Action::Status { wait } => self.status(*wait).await,
+            Action::Status { wait, .. } => self.status(*wait).await,
             Action::Tools(list) => self.tools(list.wait).await,
             Action::Resources(list) => self.list_feature(Feature::Resources, list).await,
             Action::Prompts(list) => self.list_feature(Feature::Prompts, list).await,

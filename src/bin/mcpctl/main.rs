@@ -5,7 +5,7 @@
 //! ```text
 //! mcpctl [--config PATH | --stdio | --http URL [--header 'K: V']...] [--json] <command> [-- COMMAND ARGS...]
 //!
-//! status [--wait 30s]              every server's state, era, protocol version, server name and
+//! status [SERVER] [--wait 30s]     every server's state, era, protocol version, server name and
 //!                                  version and tools; in full why one is not Ready
 //! tools [SERVER]                   the cached tool lists with their annotation hints
 //! call [SERVER] TOOL [JSON]        run a tool (JSON: its arguments, an object; default {});
