@@ -115,8 +115,11 @@
 //!   module): its MCP plumbing (`server`, `jsonrpc`, `out`, `lifecycle`, `pagination`,
 //!   `resources`) apart from `tools/` and from `faults`, every env-driven misbehaviour in one
 //!   room. `mcp-echo-server` is the benchmark's minimal server.
-//! - `examples/mcpctl/`, a command-line client: `cli` (the clap commands), `session`,
-//!   `commands` (one method per command), `output` and `event_printer`.
+//! - The binary `mcpctl` (`src/bin/mcpctl/`, the `cli` feature), a command-line client:
+//!   `cli` (the clap commands), `action` (the command resolved), `source` (the servers, from a
+//!   file or the command line), `session`, `progress` (spinners), `commands` and `features`
+//!   (one method per command), `output` and `json` (for people, for scripts) and
+//!   `event_printer`.
 //! - `benches/overhead/` (`cargo bench --bench overhead`): one module per measured thing
 //!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`) and shared
 //!   helpers for load, statistics, `/proc` figures and the report.

@@ -1,5 +1,5 @@
 //! The event printer: one line per supervisor event, with the UTC time, for `watch` and for
-//! the events that arrive while a watch shuts down.
+//! the events that arrive while a watch shuts down; with `--json`, one JSON object per event.
 //!
 //! Its own room because it keeps state (each server's last state, to show transitions) and
 //! knows every kind of [`ServerEvent`], which no other part of mcpctl needs to.
@@ -16,23 +16,32 @@ use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::ServerEvent;
 use serde_json::Value;
 
+use crate::json;
+
 /// Prints events for `watch`, one line each, with the UTC time.
 pub(crate) struct EventPrinter {
     /// Width of the server name column.
     width: usize,
     /// Each server's last state, to show transitions.
     states: HashMap<String, &'static str>,
+    /// One JSON object per event instead.
+    json: bool,
 }
 
 impl EventPrinter {
-    pub(crate) fn new(width: usize) -> Self {
+    pub(crate) fn new(width: usize, json: bool) -> Self {
         EventPrinter {
             width,
             states: HashMap::new(),
+            json,
         }
     }
 
     pub(crate) fn print(&mut self, event: &ServerEvent) {
+        if self.json {
+            println!("{}", json::event(unix_ms(), event));
+            return;
+        }
         let prefix = format!("{} {:<w$}  ", utc_now(), event.server(), w = self.width);
         let indent = " ".repeat(prefix.chars().count());
         let text = self.describe(event).replace('\n', &format!("\n{indent}"));
@@ -85,6 +94,14 @@ fn log_text(params: &Value) -> String {
         None => String::new(),
     };
     format!("log {level}{logger}: {data}")
+}
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms() -> u64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `HH:MM:SS.mmmZ`, the time of day in UTC.

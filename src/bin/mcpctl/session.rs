@@ -8,24 +8,29 @@
 use std::time::Duration;
 
 use actix::{Actor, Addr, Context, Handler};
-use mcp_supervisor::{
-    GetStatus, ServerConfig, ServerEvent, ServerState, ServerStatus, Shutdown, Supervisor,
-};
+use mcp_supervisor::{GetStatus, ServerEvent, ServerState, ServerStatus, Shutdown, Supervisor};
 use tokio::sync::mpsc;
 
-use crate::cli::Command;
+use crate::action::Action;
 use crate::event_printer::EventPrinter;
 use crate::output::show_duration;
+use crate::progress::Spinners;
+use crate::source::Servers;
 use crate::{EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
-/// Starts the servers, runs `command` until it ends or Ctrl-C, shuts the servers down; answers
-/// the exit code.
-pub(crate) async fn run(command: Command, servers: Vec<ServerConfig>) -> u8 {
-    let width = servers.iter().map(|s| s.name().len()).max().unwrap_or(0);
+/// Starts the servers, runs `action` until it ends or Ctrl-C, shuts the servers down; answers
+/// the exit code. `json`: the command prints JSON lines.
+pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
+    let Servers {
+        configs,
+        invalid,
+        disabled,
+    } = servers;
+    let width = configs.iter().map(|s| s.name().len()).max().unwrap_or(0);
     let (tx, events) = mpsc::unbounded_channel();
     let tap = EventTap(tx).start();
     let sup = match Supervisor::builder()
-        .servers(servers)
+        .servers(configs)
         .subscriber(tap.recipient())
         .start()
     {
@@ -38,11 +43,14 @@ pub(crate) async fn run(command: Command, servers: Vec<ServerConfig>) -> u8 {
     let mut session = Session {
         sup,
         events,
-        printer: EventPrinter::new(width),
+        printer: EventPrinter::new(width, json),
+        json,
+        invalid,
+        disabled,
     };
-    let watching = matches!(command, Command::Watch);
+    let watching = matches!(action, Action::Watch);
     let code = tokio::select! {
-        code = session.run(&command) => code,
+        code = session.run(&action) => code,
         () = interrupted() => {
             eprintln!("mcpctl: interrupted; shutting the servers down");
             if watching { EXIT_OK } else { EXIT_INTERRUPTED }
@@ -75,19 +83,44 @@ impl Handler<ServerEvent> for EventTap {
     }
 }
 
-/// What a command has to work with: the supervisor, its events, and the printer that shows them.
+/// What a command has to work with: the supervisor, its events, the printer that shows them,
+/// how to print, and what the config file had besides its valid servers.
 pub(crate) struct Session {
     pub(crate) sup: Addr<Supervisor>,
     pub(crate) events: mpsc::UnboundedReceiver<ServerEvent>,
     pub(crate) printer: EventPrinter,
+    /// Print JSON lines.
+    pub(crate) json: bool,
+    /// The config file's entries that could not be loaded.
+    pub(crate) invalid: Vec<mcp_supervisor::Error>,
+    /// The config file's disabled servers.
+    pub(crate) disabled: Vec<String>,
 }
 
 impl Session {
-    /// Waits until every server is Ready or Failed, at most `limit`; then answers their status.
+    /// Waits until every server is Ready or Failed, at most `limit`, with a spinner per server
+    /// on a terminal; then answers their status.
     pub(crate) async fn settle(&mut self, limit: Duration) -> Result<Vec<ServerStatus>, String> {
-        let deadline = tokio::time::Instant::now() + limit;
+        let statuses = self.statuses().await?;
+        let names: Vec<&str> = statuses.iter().map(|s| s.name.as_str()).collect();
+        let spinners = Spinners::new(&names);
+        self.settle_showing(limit, &spinners).await
+        // The spinners are dropped here, taking themselves off the terminal.
+    }
+
+    async fn settle_showing(
+        &mut self,
+        limit: Duration,
+        spinners: &Spinners,
+    ) -> Result<Vec<ServerStatus>, String> {
+        // A limit too far away to be an instant is no limit (a year is as good as forever here).
+        let deadline = tokio::time::Instant::now()
+            .checked_add(limit)
+            .or_else(|| tokio::time::Instant::now().checked_add(Duration::from_secs(365 * 86_400)))
+            .unwrap_or_else(tokio::time::Instant::now);
         loop {
             let statuses = self.statuses().await?;
+            spinners.update(&statuses, |s| settled(&s.state));
             if statuses.iter().all(|s| settled(&s.state)) {
                 return Ok(statuses);
             }
@@ -112,7 +145,7 @@ impl Session {
         }
     }
 
-    async fn statuses(&self) -> Result<Vec<ServerStatus>, String> {
+    pub(crate) async fn statuses(&self) -> Result<Vec<ServerStatus>, String> {
         match self.sup.send(GetStatus::all()).await {
             Ok(Ok(statuses)) => Ok(statuses),
             Ok(Err(e)) => Err(e.to_string()),

@@ -6,26 +6,34 @@
 
 use std::time::Duration;
 
+use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::{Error, ServerStatus};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
-use serde_json::{json, Value};
 
-/// Longest "last error" shown in the status table, in characters.
-const ERROR_WIDTH: usize = 90;
+use crate::source::invalid_name;
+
+/// Longest server name and version shown in the status table, in characters.
+const INFO_WIDTH: usize = 40;
 /// Longest tool description shown by `tools`, in characters.
 const DESCRIPTION_WIDTH: usize = 64;
 
-pub(crate) fn print_status_table(statuses: &[ServerStatus]) {
+/// The status table, then in full why each server that is not Ready is not (its error with
+/// every stderr line it kept); the config file's invalid and disabled entries are rows too.
+pub(crate) fn print_status_table(
+    statuses: &[ServerStatus],
+    invalid: &[Error],
+    disabled: &[String],
+) {
     let header = [
         "NAME",
         "TRANSPORT",
         "STATE",
         "ERA",
         "PROTOCOL",
+        "SERVER",
         "TOOLS",
-        "LAST ERROR",
     ];
-    let rows: Vec<Vec<String>> = statuses
+    let mut rows: Vec<Vec<String>> = statuses
         .iter()
         .map(|s| {
             vec![
@@ -34,12 +42,43 @@ pub(crate) fn print_status_table(statuses: &[ServerStatus]) {
                 s.state.name().to_owned(),
                 s.era.map_or("-".into(), |e| e.name().to_owned()),
                 s.protocol_version.clone().unwrap_or_else(|| "-".into()),
+                s.server_info.as_ref().map_or("-".into(), |i| {
+                    shorten(
+                        &server_text(&format!("{} {}", i.name, i.version)),
+                        INFO_WIDTH,
+                    )
+                }),
                 s.tool_count().to_string(),
-                s.last_error.as_ref().map_or("-".into(), short_error),
             ]
         })
         .collect();
+    let other = |name: &str, state: &str| {
+        let mut row = vec![name.to_owned(), "-".into(), state.to_owned()];
+        row.extend(["-", "-", "-", "-"].map(String::from));
+        row
+    };
+    rows.extend(
+        invalid
+            .iter()
+            .map(|e| other(invalid_name(e).unwrap_or("?"), "invalid")),
+    );
+    rows.extend(disabled.iter().map(|name| other(name, "disabled")));
     print_table(&header, &rows);
+
+    let mut reasons: Vec<(String, &Error)> = statuses
+        .iter()
+        .filter(|s| !s.state.is_ready())
+        .filter_map(|s| s.last_error.as_ref().map(|e| (s.name.clone(), e)))
+        .collect();
+    reasons.extend(
+        invalid
+            .iter()
+            .map(|e| (invalid_name(e).unwrap_or("?").to_owned(), e)),
+    );
+    for (name, error) in reasons {
+        println!();
+        println!("{name}: {}", full_error(error));
+    }
 }
 
 /// Left-aligned columns two spaces apart; the last one is not padded.
@@ -68,14 +107,13 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// The first line of an error, without the stderr tail announcement, shortened.
-fn short_error(error: &Error) -> String {
-    let text = error.to_string();
-    let first = text.lines().next().unwrap_or_default();
-    shorten(first.trim_end_matches("; last stderr lines:"), ERROR_WIDTH)
+/// An error in full: its first line, then each stderr line it kept (`  | ...`). Nothing is
+/// cut: the line that says why (`GITHUB_TOKEN not set`) may be the longest.
+pub(crate) fn full_error(error: &Error) -> String {
+    error.to_string()
 }
 
-fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }
@@ -89,7 +127,7 @@ pub(crate) fn print_tools(status: &ServerStatus) {
         let why = status
             .last_error
             .as_ref()
-            .map_or(String::new(), |e| format!(": {}", short_error(e)));
+            .map_or(String::new(), |e| format!(": {}", full_error(e)));
         println!("{} ({}, {state}){why}", status.name, status.transport);
         return;
     }
@@ -148,26 +186,6 @@ fn description(tool: &Tool) -> String {
     )
 }
 
-/// `{"seq":1,"ok":true,"ms":12,"result":{...}}` or
-/// `{"seq":2,"ok":false,"ms":1000,"error":{"kind":"timeout","message":"..."}}`, keys in that
-/// order whatever serde_json's map ordering.
-pub(crate) fn json_line(seq: u32, ms: u64, outcome: &Result<CallToolResult, Error>) -> String {
-    match outcome {
-        Ok(result) => {
-            let result = serde_json::to_string(result)
-                .unwrap_or_else(|e| json!({ "unserializable": e.to_string() }).to_string());
-            format!(r#"{{"seq":{seq},"ok":true,"ms":{ms},"result":{result}}}"#)
-        }
-        Err(e) => {
-            let kind = Value::from(e.code());
-            let message = Value::from(e.to_string());
-            format!(
-                r#"{{"seq":{seq},"ok":false,"ms":{ms},"error":{{"kind":{kind},"message":{message}}}}}"#
-            )
-        }
-    }
-}
-
 /// The result's text, `tool error: <text>`, or `error <kind>: <message>`; prefixed with the
 /// sequence number and duration when the call is repeated.
 pub(crate) fn human_line(
@@ -202,7 +220,7 @@ fn text(result: &CallToolResult) -> String {
     }
 }
 
-fn content_text(block: &ContentBlock) -> String {
+pub(crate) fn content_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(t) => t.text.clone(),
         ContentBlock::Image(i) => format!("[image {}, {} bytes]", i.mime_type, base64_len(&i.data)),
@@ -214,7 +232,7 @@ fn content_text(block: &ContentBlock) -> String {
     }
 }
 
-fn resource_text(resource: &ResourceContents) -> String {
+pub(crate) fn resource_text(resource: &ResourceContents) -> String {
     match resource {
         ResourceContents::TextResourceContents { uri, text, .. } => {
             format!("[resource {uri}]\n{text}")
@@ -228,7 +246,7 @@ fn resource_text(resource: &ResourceContents) -> String {
 }
 
 /// Decoded size of base64 data.
-fn base64_len(data: &str) -> usize {
+pub(crate) fn base64_len(data: &str) -> usize {
     let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
     (data.len() / 4 * 3).saturating_sub(padding)
 }

@@ -1,0 +1,270 @@
+//! The command line resolved: which command, about which server, with which values.
+//!
+//! Its own room because the words of `call`, `read` and `prompt` mean different things by
+//! where the servers come from: with a config file the first names the server, with a server
+//! given by `--stdio`/`--http` there is only that one and no name to give. Everything here is
+//! checked before any server starts; an error is a usage error (exit code 2).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::cli::{CallArgs, Command, ListArgs, PromptArgs, ReadArgs};
+
+/// One command, with every value it needs.
+#[derive(Debug)]
+pub(crate) enum Action {
+    Status {
+        server: Option<String>,
+        wait: Duration,
+    },
+    Tools(List),
+    Resources(List),
+    Prompts(List),
+    Call {
+        server: String,
+        tool: String,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        repeat: u32,
+        interval: Duration,
+    },
+    Read {
+        server: String,
+        uri: String,
+        timeout: Duration,
+    },
+    Prompt {
+        server: String,
+        name: String,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    },
+    Watch,
+}
+
+/// `tools`, `resources`, `prompts`: all servers or one.
+#[derive(Debug)]
+pub(crate) struct List {
+    pub(crate) server: Option<String>,
+    pub(crate) wait: Duration,
+    pub(crate) timeout: Duration,
+}
+
+impl Action {
+    /// Resolves `command`; `single` is the name of the server given on the command line, if
+    /// one was (then SERVER is left out of `call`, `read` and `prompt`).
+    pub(crate) fn resolve(command: Command, single: Option<&str>) -> Result<Action, String> {
+        Ok(match command {
+            Command::Status { server, wait, .. } => Action::Status {
+                server: only(server, single)?,
+                wait: wait.wait,
+            },
+            Command::Tools(args) => Action::Tools(list(args, single)?),
+            Command::Resources(args) => Action::Resources(list(args, single)?),
+            Command::Prompts(args) => Action::Prompts(list(args, single)?),
+            Command::Call(args) => call(args, single)?,
+            Command::Read(args) => read(args, single)?,
+            Command::Prompt(args) => prompt(args, single)?,
+            Command::Watch { .. } => Action::Watch,
+            Command::Completions { .. } => {
+                return Err("completions need no servers".into());
+            }
+        })
+    }
+
+    /// The one server the command is about, if it names one: the only one started.
+    pub(crate) fn server(&self) -> Option<&str> {
+        match self {
+            Action::Tools(list) | Action::Resources(list) | Action::Prompts(list) => {
+                list.server.as_deref()
+            }
+            Action::Call { server, .. }
+            | Action::Read { server, .. }
+            | Action::Prompt { server, .. } => Some(server),
+            Action::Status { server, .. } => server.as_deref(),
+            Action::Watch => None,
+        }
+    }
+}
+
+/// An optional SERVER: with a server on the command line, it may only name that one.
+fn only(server: Option<String>, single: Option<&str>) -> Result<Option<String>, String> {
+    if let (Some(given), Some(single)) = (&server, single) {
+        if given != single {
+            return Err(format!(
+                "the server given on the command line is named `{single}`, not `{given}` \
+                 (leave SERVER out)"
+            ));
+        }
+    }
+    Ok(server)
+}
+
+fn list(args: ListArgs, single: Option<&str>) -> Result<List, String> {
+    Ok(List {
+        server: only(args.server, single)?,
+        wait: args.wait.wait,
+        timeout: args.timeout.timeout,
+    })
+}
+
+/// Splits the words into the server's name and the rest: with a server on the command line,
+/// its name, and all of the words.
+fn server_and_rest(
+    mut words: Vec<String>,
+    single: Option<&str>,
+    what: &str,
+) -> Result<(String, Vec<String>), String> {
+    match single {
+        Some(name) => Ok((name.to_owned(), words)),
+        None if words.len() < 2 => Err(format!(
+            "expected SERVER {what} (SERVER is left out only with --stdio or --http)"
+        )),
+        None => {
+            let server = words.remove(0);
+            Ok((server, words))
+        }
+    }
+}
+
+fn call(args: CallArgs, single: Option<&str>) -> Result<Action, String> {
+    let (server, rest) = server_and_rest(args.words, single, "TOOL [JSON]")?;
+    let mut rest = rest.into_iter();
+    let tool = rest.next().ok_or("expected TOOL [JSON]")?;
+    let arguments = match rest.next() {
+        Some(json) => parse_arguments(&json)?,
+        None => Map::new(),
+    };
+    if rest.next().is_some() {
+        return Err(
+            "expected TOOL [JSON]: one JSON object after the tool's name \
+                    (SERVER is left out with --stdio or --http)"
+                .into(),
+        );
+    }
+    Ok(Action::Call {
+        server,
+        tool,
+        arguments,
+        timeout: args.timeout.timeout,
+        repeat: args.repeat,
+        interval: args.interval,
+    })
+}
+
+fn read(args: ReadArgs, single: Option<&str>) -> Result<Action, String> {
+    let (server, rest) = server_and_rest(args.words, single, "URI")?;
+    match <[String; 1]>::try_from(rest) {
+        Ok([uri]) => Ok(Action::Read {
+            server,
+            uri,
+            timeout: args.timeout.timeout,
+        }),
+        Err(_) => Err("expected one URI (SERVER is left out with --stdio or --http)".into()),
+    }
+}
+
+fn prompt(args: PromptArgs, single: Option<&str>) -> Result<Action, String> {
+    let (server, rest) = server_and_rest(args.words, single, "NAME [KEY=VALUE...]")?;
+    let mut rest = rest.into_iter();
+    let name = rest.next().ok_or("expected NAME [KEY=VALUE...]")?;
+    let mut arguments = Map::new();
+    for word in rest {
+        match word.split_once('=') {
+            Some((key, value)) if !key.is_empty() => {
+                arguments.insert(key.to_owned(), Value::String(value.to_owned()));
+            }
+            _ => return Err(format!("expected KEY=VALUE, not `{word}`")),
+        }
+    }
+    Ok(Action::Prompt {
+        server,
+        name,
+        arguments,
+        timeout: args.timeout.timeout,
+    })
+}
+
+fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("the tool's arguments must be a JSON object".into()),
+        Err(e) => Err(format!("the tool's arguments are not valid JSON: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn resolve(args: &[&str], single: Option<&str>) -> Result<Action, String> {
+        let cli = Cli::try_parse_from(std::iter::once("mcpctl").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Action::resolve(cli.command, single)
+    }
+
+    #[test]
+    fn call_names_its_server_only_with_a_config_file() {
+        let Ok(Action::Call {
+            server,
+            tool,
+            arguments,
+            ..
+        }) = resolve(&["call", "fs", "echo", r#"{"a":1}"#], None)
+        else {
+            panic!("not a call");
+        };
+        assert_eq!((server.as_str(), tool.as_str()), ("fs", "echo"));
+        assert_eq!(arguments.get("a"), Some(&Value::from(1)));
+
+        let Ok(Action::Call { server, tool, .. }) = resolve(&["call", "echo"], Some("npx")) else {
+            panic!("not a call");
+        };
+        assert_eq!((server.as_str(), tool.as_str()), ("npx", "echo"));
+
+        assert!(resolve(&["call", "echo"], None).is_err());
+        assert!(resolve(&["call", "fs", "echo", "{}"], Some("npx")).is_err());
+        assert!(resolve(&["call", "fs", "echo", "[1]"], None).is_err());
+    }
+
+    #[test]
+    fn prompt_arguments_are_key_value_pairs() {
+        let Ok(Action::Prompt {
+            server,
+            name,
+            arguments,
+            ..
+        }) = resolve(&["prompt", "demo", "greet", "name=Ada=L"], None)
+        else {
+            panic!("not a prompt");
+        };
+        assert_eq!((server.as_str(), name.as_str()), ("demo", "greet"));
+        assert_eq!(arguments.get("name"), Some(&Value::from("Ada=L")));
+        assert!(resolve(&["prompt", "greet", "oops"], Some("demo")).is_err());
+    }
+
+    #[test]
+    fn read_takes_one_uri() {
+        assert!(matches!(
+            resolve(&["read", "demo://clock"], Some("demo")),
+            Ok(Action::Read { .. })
+        ));
+        assert!(resolve(&["read", "demo://clock"], None).is_err());
+        assert!(resolve(&["read", "x", "demo://clock"], Some("demo")).is_err());
+    }
+
+    #[test]
+    fn a_list_names_the_single_server_or_none() {
+        assert!(resolve(&["tools"], Some("demo")).is_ok());
+        assert!(resolve(&["tools", "demo"], Some("demo")).is_ok());
+        assert!(resolve(&["tools", "other"], Some("demo")).is_err());
+        assert!(resolve(&["status", "other"], Some("demo")).is_err());
+        let Ok(Action::Status { server, .. }) = resolve(&["status", "fs"], None) else {
+            panic!("not a status");
+        };
+        assert_eq!(server.as_deref(), Some("fs"));
+    }
+}

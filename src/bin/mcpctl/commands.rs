@@ -1,0 +1,204 @@
+//! The commands: what each one asks of the supervisor and which exit code its outcome earns.
+//!
+//! Its own room so that a command reads whole in a few lines: the session (`session.rs`) has
+//! started the servers and will stop them, `output.rs` formats what is printed for people and
+//! `json.rs` what is printed for scripts. A new command is a variant in `cli.rs` and
+//! `action.rs`, an arm in [`Session::run`] and a method here (or, for resources and prompts, in
+//! `features.rs`).
+
+use std::time::{Duration, Instant};
+
+use mcp_supervisor::{CallTool, Error, ServerStatus};
+use rmcp::model::CallToolResult;
+use serde_json::{Map, Value};
+
+use crate::action::Action;
+use crate::features::Feature;
+use crate::json;
+use crate::output::{human_line, print_status_table, print_tools};
+use crate::session::Session;
+use crate::source::invalid_name;
+use crate::{EXIT_FAILED, EXIT_OK};
+
+impl Session {
+    /// Runs one command to its end; answers its exit code.
+    pub(crate) async fn run(&mut self, action: &Action) -> u8 {
+        match action {
+            Action::Status { wait, .. } => self.status(*wait).await,
+            Action::Tools(list) => self.tools(list.wait).await,
+            Action::Resources(list) => self.list_feature(Feature::Resources, list).await,
+            Action::Prompts(list) => self.list_feature(Feature::Prompts, list).await,
+            Action::Call {
+                server,
+                tool,
+                arguments,
+                timeout,
+                repeat,
+                interval,
+            } => {
+                let call = Repeated {
+                    server,
+                    tool,
+                    arguments,
+                    timeout: *timeout,
+                    repeat: *repeat,
+                    interval: *interval,
+                };
+                self.call(call).await
+            }
+            Action::Read {
+                server,
+                uri,
+                timeout,
+            } => self.read(server, uri, *timeout).await,
+            Action::Prompt {
+                server,
+                name,
+                arguments,
+                timeout,
+            } => self.prompt(server, name, arguments, *timeout).await,
+            Action::Watch => self.watch().await,
+        }
+    }
+
+    /// `status`: 0 if every server is Ready, 1 if one is not (an invalid entry of the file
+    /// counts as one that is not).
+    async fn status(&mut self, wait: Duration) -> u8 {
+        match self.settle(wait).await {
+            Ok(statuses) => {
+                if self.json {
+                    for status in &statuses {
+                        println!("{}", json::status(status));
+                    }
+                    for e in &self.invalid {
+                        println!("{}", json::invalid_entry(invalid_name(e), e));
+                    }
+                    for name in &self.disabled {
+                        println!("{}", json::disabled_entry(name));
+                    }
+                } else {
+                    print_status_table(&statuses, &self.invalid, &self.disabled);
+                }
+                if self.invalid.is_empty() {
+                    all_ready(&statuses)
+                } else {
+                    EXIT_FAILED
+                }
+            }
+            Err(message) => {
+                eprintln!("mcpctl: {message}");
+                EXIT_FAILED
+            }
+        }
+    }
+
+    async fn tools(&mut self, wait: Duration) -> u8 {
+        match self.settle(wait).await {
+            Ok(statuses) if self.json => {
+                for status in &statuses {
+                    if status.state.is_ready() {
+                        for tool in &status.tools {
+                            println!("{}", json::item(&status.name, "tool", tool));
+                        }
+                    } else if let Some(e) = &status.last_error {
+                        println!("{}", json::server_error(&status.name, e));
+                    } else {
+                        let reason = format!("it is {}", status.state.name());
+                        println!(
+                            "{}",
+                            json::server_error(&status.name, &unavailable(status, reason))
+                        );
+                    }
+                }
+                all_ready(&statuses)
+            }
+            Ok(statuses) => {
+                for (i, status) in statuses.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    print_tools(status);
+                }
+                all_ready(&statuses)
+            }
+            Err(message) => {
+                eprintln!("mcpctl: {message}");
+                EXIT_FAILED
+            }
+        }
+    }
+
+    async fn call(&mut self, args: Repeated<'_>) -> u8 {
+        let mut code = EXIT_OK;
+        for seq in 1..=args.repeat {
+            if seq > 1 {
+                tokio::time::sleep(args.interval).await;
+            }
+            let call = CallTool::new(
+                args.server,
+                args.tool,
+                Value::Object(args.arguments.clone()),
+            )
+            .timeout(args.timeout);
+            let started = Instant::now();
+            let outcome = match self.sup.send(call).await {
+                Ok(outcome) => outcome,
+                // The supervisor is gone: the call never got an answer.
+                Err(_) => Err(Error::Stopped {
+                    server: args.server.to_owned(),
+                }),
+            };
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if !succeeded(&outcome) {
+                code = EXIT_FAILED;
+            }
+            if self.json {
+                println!("{}", json::outcome(Some(seq), ms, &outcome));
+            } else {
+                println!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
+            }
+        }
+        code
+    }
+
+    async fn watch(&mut self) -> u8 {
+        eprintln!("mcpctl: watching; Ctrl-C to stop");
+        while let Some(event) = self.events.recv().await {
+            self.printer.print(&event);
+        }
+        eprintln!("mcpctl: the supervisor's events stopped");
+        EXIT_FAILED
+    }
+}
+
+/// `call`'s values, borrowed from the action.
+struct Repeated<'a> {
+    server: &'a str,
+    tool: &'a str,
+    arguments: &'a Map<String, Value>,
+    timeout: Duration,
+    repeat: u32,
+    interval: Duration,
+}
+
+/// Why a server that is not Ready and has no error is not: its state.
+pub(crate) fn unavailable(status: &ServerStatus, reason: String) -> Error {
+    Error::Unavailable {
+        server: status.name.clone(),
+        reason,
+        attempts: 0,
+        stderr_tail: Vec::new(),
+    }
+}
+
+fn all_ready(statuses: &[ServerStatus]) -> u8 {
+    if statuses.iter().all(|s| s.state.is_ready()) {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+fn succeeded(outcome: &Result<CallToolResult, Error>) -> bool {
+    matches!(outcome, Ok(result) if result.is_error != Some(true))
+}

@@ -1,0 +1,148 @@
+//! `mcpctl`: look at and exercise MCP servers through the supervisor, those of an `mcpServers`
+//! file or one given on the command line. Built with the `cli` feature:
+//! `cargo install mcp-supervisor --features cli` (or `--path .` in a checkout).
+//!
+//! ```text
+//! mcpctl [--config PATH | --stdio | --http URL [--header 'K: V']...] [--json] <command> [-- COMMAND ARGS...]
+//!
+//! status [SERVER] [--wait 30s]     every server's state, era, protocol version, server name and
+//!                                  version and tools; in full why one is not Ready
+//! tools [SERVER]                   the cached tool lists with their annotation hints
+//! call [SERVER] TOOL [JSON]        run a tool (JSON: its arguments, an object; default {});
+//!      [--timeout 30s] [--repeat 1] [--interval 1s]
+//! resources [SERVER]               every page of resources/list
+//! read [SERVER] URI                resources/read
+//! prompts [SERVER]                 every page of prompts/list, with the prompts' arguments
+//! prompt [SERVER] NAME [K=V...]    prompts/get
+//! watch                            every state change and notification, until Ctrl-C
+//! completions SHELL                a completion script for bash, zsh, fish, elvish, powershell
+//! ```
+//!
+//! `--config` defaults to `mcp.json` in the current directory; the file is read with
+//! [`mcp_supervisor::LoadOptions`]: entries it cannot load are reported (and are rows of
+//! `status`), the valid ones are used. `--stdio -- npx -y pkg` or `--http URL` give one server
+//! instead, named after its command or host (`--name` to choose), and SERVER is then left out.
+//! The global options may stand before or after the command. `mcpctl --help`,
+//! `mcpctl <command> --help` and `mcpctl --version` tell the rest. Commands about one server
+//! start only that one.
+//!
+//! `--json` prints one JSON object per line on stdout for every command (see `json.rs`);
+//! messages for people go to stderr.
+//!
+//! Exit codes: 0 success; 1 a server was not Ready (`status`, `tools`, `resources`, `prompts`;
+//! for `status` also an invalid entry) or a request failed or a tool returned an error; 2 bad
+//! usage or an invalid configuration; 130 interrupted by Ctrl-C (`watch` ends with 0). Ctrl-C
+//! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them.
+//!
+//! Set `RUST_LOG` (e.g. `RUST_LOG=mcp_supervisor=debug`) to see the supervisor's logs on stderr.
+//!
+//! # Layout
+//!
+//! - `main.rs`: parse, find the servers, run the command on an actix system.
+//! - `cli.rs`: the commands and options (clap), with their value checks and help texts.
+//! - `action.rs`: the command resolved against where the servers come from.
+//! - `source.rs`: the servers, from the file (partial load) or from the command line.
+//! - `session.rs`: the supervisor's lifecycle around a command: start, settle, Ctrl-C, shutdown.
+//! - `progress.rs`: the spinners of a long wait, on a terminal only.
+//! - `commands.rs`: one method per command, and the exit code its outcome earns.
+//! - `features.rs`: the resources and prompts commands.
+//! - `output.rs`: the status table, tool lists and call lines for people; `json.rs`: for scripts.
+//! - `event_printer.rs`: one line per supervisor event, for `watch`.
+
+mod action;
+mod cli;
+mod commands;
+mod event_printer;
+mod features;
+mod json;
+mod output;
+mod progress;
+mod session;
+mod source;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use actix::System;
+use clap::{CommandFactory, Parser};
+
+use crate::action::Action;
+use crate::cli::{Cli, Command};
+use crate::source::Servers;
+
+const EXIT_OK: u8 = 0;
+const EXIT_FAILED: u8 = 1;
+/// Also clap's code for a command line it rejects.
+const EXIT_USAGE: u8 = 2;
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    // A bad command line ends here, with clap's message and exit code 2.
+    let cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut std::io::stdout());
+        return ExitCode::from(EXIT_OK);
+    }
+    init_tracing();
+    let (action, servers) = match plan(cli.source, cli.command) {
+        Ok(plan) => plan,
+        Err(Problem::Usage(message)) => {
+            // clap's format and exit code, for what clap alone could not check.
+            Cli::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, message)
+                .exit()
+        }
+        Err(Problem::Config(message)) => {
+            eprintln!("mcpctl: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let system = System::new();
+    let code = system.block_on(session::run(action, servers, cli.json));
+    // Dropping the system (not `process::exit`) lets anything still running clean up.
+    drop(system);
+    ExitCode::from(code)
+}
+
+/// Why mcpctl cannot start: a command line that does not fit together, or a configuration.
+enum Problem {
+    Usage(String),
+    Config(String),
+}
+
+/// The command resolved and the servers it may start: the one given on the command line, or
+/// those of the file (only the one the command names, if it names one). The file's invalid
+/// entries are reported on stderr here, except for `status`, which shows them as rows.
+fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), Problem> {
+    let single = source::single_server(&source, command.stdio_command()).map_err(Problem::Usage)?;
+    let action =
+        Action::resolve(command, single.as_ref().map(|s| s.name())).map_err(Problem::Usage)?;
+    let servers = match single {
+        Some(server) => Servers::single(server),
+        None => source::load_file(source.config.as_deref()).map_err(Problem::Config)?,
+    };
+    let servers = match action.server() {
+        Some(name) => servers.only(name).map_err(Problem::Config)?,
+        None => servers,
+    };
+    let status = matches!(action, Action::Status { .. });
+    if !status || servers.configs.is_empty() {
+        for e in &servers.invalid {
+            eprintln!("mcpctl: skipped: {e}");
+        }
+    }
+    if servers.configs.is_empty() {
+        return Err(Problem::Config("no valid server to start".into()));
+    }
+    Ok((action, servers))
+}
+
+fn init_tracing() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .init();
+    }
+}
