@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::action::List;
 use crate::commands::unavailable;
 use crate::json;
-use crate::output::{content_text, full_error, resource_text, shorten};
+use crate::output::{content_text, for_terminal, full_error, resource_text, shorten};
 use crate::session::Session;
 use crate::{EXIT_FAILED, EXIT_OK};
 
@@ -227,7 +227,7 @@ impl Session {
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match (outcome, self.json) {
             (_, true) => println!("{}", json::outcome(None, ms, outcome)),
-            (Ok(result), false) => println!("{}", text(result)),
+            (Ok(result), false) => println!("{}", for_terminal(&text(result))),
             (Err(e), false) => println!("error {}: {}", e.code(), full_error(e)),
         }
         if outcome.is_ok() {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use mcp_supervisor::protocol::text::server_text;
+use mcp_supervisor::protocol::text::{is_unsafe, server_text};
 use mcp_supervisor::{Error, ServerStatus};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
 
@@ -195,8 +195,10 @@ pub(crate) fn human_line(
     numbered: bool,
 ) -> String {
     let body = match outcome {
-        Ok(result) if result.is_error == Some(true) => format!("tool error: {}", text(result)),
-        Ok(result) => text(result),
+        Ok(result) if result.is_error == Some(true) => {
+            format!("tool error: {}", for_terminal(&text(result)))
+        }
+        Ok(result) => for_terminal(&text(result)),
         Err(e) => format!("error {}: {e}", e.code()),
     };
     if numbered {
@@ -206,6 +208,22 @@ pub(crate) fn human_line(
     } else {
         body
     }
+}
+
+/// Content a server wrote (a tool's text, a resource, a prompt), for a terminal: whole, unlike
+/// [`server_text`], with its line breaks and tabs, but every other control character, ANSI
+/// escape and bidi override written as an escape (`\u{1b}`), so that what a server sends can
+/// neither drive the terminal nor forge lines of our own output.
+pub(crate) fn for_terminal(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_unsafe(c) && c != '\n' && c != '\t' {
+            shown.push_str(&c.escape_unicode().to_string());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// The content of a tool result for people: text as is, other blocks as a one-line summary.
@@ -257,5 +275,21 @@ pub(crate) fn show_duration(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_terminal;
+
+    #[test]
+    fn server_content_cannot_drive_the_terminal() {
+        let shown = for_terminal("red \u{1b}[31mtext\u{1b}[0m\r\u{202e}evil\u{7}\nnext\tline");
+        assert_eq!(
+            shown,
+            "red \\u{1b}[31mtext\\u{1b}[0m\\u{d}\\u{202e}evil\\u{7}\nnext\tline"
+        );
+        let long = "x".repeat(10_000);
+        assert_eq!(for_terminal(&long), long, "whole, not bounded");
     }
 }
