@@ -9,6 +9,7 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use rmcp::model::Tool;
 use serde_json::{json, Value};
+use tracing::{field, Instrument};
 
 use crate::actor::server_requests::ServerRequests;
 use crate::actor::wire::Wire;
@@ -91,8 +92,45 @@ impl EraMemory {
 }
 
 impl Attempt {
-    /// Connects and opens the connection, within the configured connect timeout.
-    pub async fn run(self) -> Result<Established, Error> {
+    /// Connects and opens the connection, within the configured connect timeout, inside a
+    /// `mcp.connect` span (server, attempt, transport; when it ends: outcome, era, protocol
+    /// version and duration), so that everything logged on the way says which attempt it
+    /// belongs to. `checked` is the validation of the configuration, which fails the attempt
+    /// before anything starts.
+    pub async fn run(self, number: u32, checked: Result<(), Error>) -> Result<Established, Error> {
+        let span = tracing::info_span!(
+            "mcp.connect",
+            server = %self.server,
+            attempt = number,
+            transport = self.transport.kind(),
+            outcome = field::Empty,
+            era = field::Empty,
+            protocol_version = field::Empty,
+            duration_ms = field::Empty,
+        );
+        let started = std::time::Instant::now();
+        let result = async move {
+            checked?;
+            self.run_within_timeout().await
+        }
+        .instrument(span.clone())
+        .await;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        span.record("duration_ms", ms);
+        match &result {
+            Ok(established) => {
+                span.record("outcome", "ready");
+                span.record("era", established.negotiated.era.name());
+                span.record("protocol_version", established.negotiated.version.as_str());
+            }
+            Err(error) => {
+                span.record("outcome", error.code());
+            }
+        }
+        result
+    }
+
+    async fn run_within_timeout(self) -> Result<Established, Error> {
         let limit = self.settings.connect_timeout;
         let server = self.server.clone();
         match tokio::time::timeout(limit, self.establish()).await {

@@ -224,13 +224,12 @@ impl ServerActor {
         // An actor started on its own has not been through the supervisor's checks: invalid
         // settings fail the attempt, and retrying cannot help that.
         let checked = self.config.validate_with(&self.settings);
+        let number = self.machine.attempts();
         let handle = ctx.spawn(
-            async move {
-                checked?;
-                attempt.run().await
-            }
-            .into_actor(self)
-            .map(move |result, act, ctx| act.on_attempt_done(seq, result, ctx)),
+            attempt
+                .run(number, checked)
+                .into_actor(self)
+                .map(move |result, act, ctx| act.on_attempt_done(seq, result, ctx)),
         );
         self.attempt = Some(handle);
     }
