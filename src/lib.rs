@@ -80,6 +80,8 @@
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
 //!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
 //!   the one place instants are computed (saturating: `Duration::MAX` means "never").
+//! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
+//!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
 //!   capture, process-group shutdown; its `reader` of stdout and its `writer` of stdin, which
 //!   batches writes and holds back a server that does not read our answers), `process_tree` (the descendants that
@@ -137,6 +139,7 @@ pub mod policy;
 pub mod protocol;
 #[cfg(feature = "serde")]
 pub mod serialize;
+pub mod telemetry;
 pub(crate) mod transport;
 #[cfg(feature = "actix-web")]
 pub mod web;

@@ -78,6 +78,12 @@ async fn each_connection_attempt_is_a_span_with_its_outcome() {
         assert!(ready[0].contains(field), "{field} in {}", ready[0]);
     }
     let failed = &captured.connect_spans("missing")[0];
-    assert!(failed.contains("outcome=\"invalid_connection\""), "{failed}");
-    assert!(!failed.contains("era="), "no era without a connection: {failed}");
+    assert!(
+        failed.contains("outcome=\"invalid_connection\""),
+        "{failed}"
+    );
+    assert!(
+        !failed.contains("era="),
+        "no era without a connection: {failed}"
+    );
 }

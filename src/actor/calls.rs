@@ -55,12 +55,15 @@ pub(crate) struct CallEntry {
     /// For `tools/call`: the tool's name, to look up its annotations.
     pub tool: Option<String>,
     pub progress: Option<ProgressRoute>,
+    /// When the actor took the call, for its duration in the metrics.
+    started: Instant,
 }
 
 impl Drop for CallEntry {
     fn drop(&mut self) {
         if self.reply.is_some() {
             let error = self.orphaned();
+            self.finished(&Err(error.clone()));
             if let Some(reply) = self.reply.take() {
                 let _ = reply.send(Err(error));
             }
@@ -133,6 +136,7 @@ impl CallEntry {
             rounds: 0,
             tool,
             progress,
+            started: now,
         };
         let receipt = Receipt {
             id,
@@ -148,9 +152,19 @@ impl CallEntry {
 
     /// Answers the caller. A caller that already gave up is not an error.
     pub fn answer(mut self, outcome: Result<Value, Error>) {
+        self.finished(&outcome);
         if let Some(reply) = self.reply.take() {
             let _ = reply.send(outcome);
         }
+    }
+
+    /// Counts the call's end in the metrics: every answer passes here once.
+    fn finished(&self, outcome: &Result<Value, Error>) {
+        let code = match outcome {
+            Ok(_) => "ok",
+            Err(e) => e.code(),
+        };
+        crate::telemetry::call_finished(&self.server, &self.method, code, self.started);
     }
 
     /// The answer of a call whose actor went away without answering it.

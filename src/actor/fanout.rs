@@ -82,11 +82,14 @@ impl Fanout {
                 let is_state = |e: &ServerEvent| matches!(e, ServerEvent::StateChanged { .. });
                 if !is_state(event) {
                     self.counts.dropped += 1;
+                    crate::telemetry::event_dropped(event.server());
                     continue;
                 }
                 match queue.events.iter().position(|e| !is_state(e)) {
                     Some(oldest_other) => {
-                        queue.events.remove(oldest_other);
+                        if let Some(dropped) = queue.events.remove(oldest_other) {
+                            crate::telemetry::event_dropped(dropped.server());
+                        }
                         self.counts.dropped += 1;
                     }
                     None => {

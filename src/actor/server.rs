@@ -262,6 +262,7 @@ impl ServerActor {
                 }));
                 if matches!(self.machine.state(), ServerState::Reconnecting { .. }) {
                     self.reconnects += 1;
+                    crate::telemetry::reconnected(&self.name);
                 }
                 if let Some(note) = era_note {
                     // The server changed era: say so where people look.
@@ -349,6 +350,7 @@ impl ServerActor {
                 tracing::info!(server = %self.name, state = state.name(), stderr = ?tail, "{line}")
             }
         }
+        crate::telemetry::state_changed(&self.name, state.name());
         self.emit(ServerEvent::StateChanged {
             server: self.name.to_string(),
             state,

@@ -73,6 +73,7 @@ pub(super) async fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64
                 .skips
                 .non_json
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            crate::telemetry::message_skipped(&shared.server, "non_json");
             tracing::warn!(server = %shared.server, error = %server_text(&e.to_string()), "skipped a message that is not JSON-RPC");
             false
         }
@@ -126,6 +127,7 @@ pub(super) async fn pump(
                         .skips
                         .oversized
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    crate::telemetry::message_skipped(&shared.server, "oversized");
                     tracing::warn!(server = %shared.server, bytes, "skipped an SSE event longer than max_message_bytes");
                 }
             }

@@ -98,11 +98,13 @@ impl Reader {
                     Ok(messages) => self.queued.extend(messages),
                     Err(e) => {
                         self.skips.non_json.fetch_add(1, Ordering::Relaxed);
+                        crate::telemetry::message_skipped(&self.server, "non_json");
                         tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
                     }
                 },
                 Some(Ok(Line::Oversized { len })) => {
                     self.skips.oversized.fetch_add(1, Ordering::Relaxed);
+                    crate::telemetry::message_skipped(&self.server, "oversized");
                     tracing::warn!(server = %self.server, bytes = len, "skipped a line on stdout longer than max_message_bytes");
                 }
                 Some(Err(e)) => {
