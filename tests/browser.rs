@@ -11,9 +11,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpServer};
-use common::{demo, quick_settings, start_supervisor, tempdir};
+use common::three_servers;
 use mcp_supervisor::web::status_scope;
-use mcp_supervisor::ServerConfig;
 
 #[actix::test]
 async fn the_status_page_shows_every_server_and_follows_a_kill() {
@@ -23,19 +22,7 @@ async fn the_status_page_shows_every_server_and_follows_a_kill() {
             && Path::new("/usr/bin/chromium").exists(),
         "playwright-core or Chromium is missing: run `bash .ci/browser`, which installs both"
     );
-    let dir = tempdir();
-    let mut settings = quick_settings();
-    settings.max_connect_retries = 0;
-    settings.revive = false;
-    let broken = ServerConfig::stdio("broken", "/bin/sh")
-        .args(["-c", "echo '<img src=x onerror=alert(1)>' >&2; exit 3"]);
-    let (sup, events) = start_supervisor(
-        settings,
-        [demo("alpha", dir.path()), demo("beta", dir.path()), broken],
-    );
-    events.ready("alpha", 1).await;
-    events.ready("beta", 1).await;
-    events.state("broken", "failed", 1).await;
+    let (sup, _events, _dir) = three_servers().await;
 
     let server = HttpServer::new(move || App::new().service(status_scope(sup.clone())))
         .workers(1)

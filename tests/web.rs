@@ -9,11 +9,11 @@ use std::time::Duration;
 use actix::Addr;
 use actix_web::{web, App, HttpServer};
 use bytes::Bytes;
-use common::{demo, kill, quick_settings, start_supervisor, tempdir, Events};
+use common::{demo, kill, quick_settings, start_supervisor, tempdir, three_servers};
 use futures_util::{Stream, StreamExt};
 use mcp_supervisor::model::CallToolResult;
 use mcp_supervisor::web::status_scope;
-use mcp_supervisor::{CallTool, ServerConfig, Supervisor};
+use mcp_supervisor::{CallTool, Supervisor};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -49,24 +49,6 @@ fn serve(supervisor: Addr<Supervisor>) -> String {
     let url = format!("http://{}", server.addrs()[0]);
     actix_rt::spawn(server.run());
     url
-}
-
-/// Two demo servers and one that writes HTML to stderr and fails to start.
-async fn three_servers() -> (Addr<Supervisor>, Events, tempfile::TempDir) {
-    let dir = tempdir();
-    let mut settings = quick_settings();
-    settings.max_connect_retries = 0;
-    settings.revive = false;
-    let broken = ServerConfig::stdio("broken", "/bin/sh")
-        .args(["-c", "echo '<img src=x onerror=alert(1)>' >&2; exit 3"]);
-    let (sup, events) = start_supervisor(
-        settings,
-        [demo("beta", dir.path()), demo("alpha", dir.path()), broken],
-    );
-    events.ready("alpha", 1).await;
-    events.ready("beta", 1).await;
-    events.state("broken", "failed", 1).await;
-    (sup, events, dir)
 }
 
 async fn get_json(url: &str) -> (u16, Value) {

@@ -423,3 +423,22 @@ pub fn record(scenario: &str, result: &str, figure: &str) {
         let _ = writeln!(f, "{scenario}\t{result}\t{figure}");
     }
 }
+
+/// Two demo servers (`beta` before `alpha`, so that a view must sort them) and one, `broken`,
+/// that writes HTML to stderr and fails to start: what the operators' views are tested with.
+pub async fn three_servers() -> (Addr<mcp_supervisor::Supervisor>, Events, tempfile::TempDir) {
+    let dir = tempdir();
+    let mut settings = quick_settings();
+    settings.max_connect_retries = 0;
+    settings.revive = false;
+    let broken = ServerConfig::stdio("broken", "/bin/sh")
+        .args(["-c", "echo '<img src=x onerror=alert(1)>' >&2; exit 3"]);
+    let (sup, events) = start_supervisor(
+        settings,
+        [demo("beta", dir.path()), demo("alpha", dir.path()), broken],
+    );
+    events.ready("alpha", 1).await;
+    events.ready("beta", 1).await;
+    events.state("broken", "failed", 1).await;
+    (sup, events, dir)
+}
