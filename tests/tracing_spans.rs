@@ -1,14 +1,17 @@
 //! The spans a service's traces get from us: one `mcp.connect` per connection attempt, with
-//! its outcome, era and protocol version when it ends. One global subscriber per test binary,
-//! so these tests live apart.
+//! its outcome, era and protocol version when it ends, and one `mcp.call` per call, a child of
+//! the span the caller was in when it made the call. One global subscriber per test binary, so
+//! these tests live apart (and share it).
 
 mod common;
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use common::*;
 use mcp_supervisor::*;
+use serde_json::json;
 use tracing_subscriber::fmt::format::FmtSpan;
 
 /// Everything the subscriber writes, with each span's fields as it closes.
@@ -26,6 +29,12 @@ impl Write for Captured {
 }
 
 impl Captured {
+    /// The process's one capture, installed by the first test that asks.
+    fn get() -> &'static Captured {
+        static CAPTURED: OnceLock<Captured> = OnceLock::new();
+        CAPTURED.get_or_init(Captured::install)
+    }
+
     fn install() -> Captured {
         let captured = Captured::default();
         let writer = captured.clone();
@@ -39,20 +48,26 @@ impl Captured {
         captured
     }
 
-    /// The lines that report a closed `mcp.connect` span of `server`.
-    fn connect_spans(&self, server: &str) -> Vec<String> {
+    /// The lines that report a closed `name` span of `server`.
+    fn closed(&self, name: &str, server: &str) -> Vec<String> {
         String::from_utf8_lossy(&self.0.lock().unwrap())
             .lines()
-            .filter(|l| l.contains("mcp.connect{") && l.contains(&format!("server={server} ")))
+            .filter(|l| {
+                l.contains(&format!("{name}{{")) && l.contains(&format!("server={server} "))
+            })
             .filter(|l| l.contains(": close "))
             .map(str::to_owned)
             .collect()
+    }
+
+    fn connect_spans(&self, server: &str) -> Vec<String> {
+        self.closed("mcp.connect", server)
     }
 }
 
 #[actix::test]
 async fn each_connection_attempt_is_a_span_with_its_outcome() {
-    let captured = Captured::install();
+    let captured = Captured::get();
     let dir = tempdir();
     let missing = ServerConfig::stdio("missing", "/nonexistent/mcp-server");
     let mut settings = quick_settings();
@@ -86,4 +101,51 @@ async fn each_connection_attempt_is_a_span_with_its_outcome() {
         !failed.contains("era="),
         "no era without a connection: {failed}"
     );
+}
+
+#[actix::test]
+async fn each_call_is_a_span_under_the_callers_span() {
+    let captured = Captured::get();
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("spans", dir.path())]);
+    events.ready("spans", 1).await;
+    let request = tracing::info_span!("request", route = "/tools/echo");
+    // Made inside the request's span, sent (and awaited) outside it: the call's span still
+    // belongs to the request.
+    let echo = request.in_scope(|| {
+        CallTool::new("spans", "echo", json!({"text": "hi"})).timeout(Duration::from_secs(10))
+    });
+    sup.send(echo).await.unwrap().expect("answered");
+    let missing =
+        CallTool::new("spans", "no_such_tool", json!({})).timeout(Duration::from_secs(10));
+    let _ = sup.send(missing).await.unwrap();
+    sup.send(Shutdown).await.unwrap();
+    drop(request);
+
+    let calls = captured.closed("mcp.call", "spans");
+    let echo = calls
+        .iter()
+        .find(|l| l.contains("tool=\"echo\""))
+        .unwrap_or_else(|| panic!("no echo span in {calls:?}"));
+    assert!(
+        echo.contains("request{route=\"/tools/echo\"}:mcp.call{"),
+        "a child of the caller's span: {echo}"
+    );
+    for field in [
+        "method=tools/call",
+        "request_id=",
+        "outcome=\"ok\"",
+        "duration_ms=",
+    ] {
+        assert!(echo.contains(field), "{field} in {echo}");
+    }
+    let failed = calls
+        .iter()
+        .find(|l| l.contains("tool=\"no_such_tool\""))
+        .unwrap_or_else(|| panic!("no span of the failed call in {calls:?}"));
+    assert!(
+        !failed.contains("request{"),
+        "made outside any span: {failed}"
+    );
+    assert!(!failed.contains("outcome=\"ok\""), "{failed}");
 }

@@ -55,8 +55,10 @@ pub(crate) struct CallEntry {
     /// For `tools/call`: the tool's name, to look up its annotations.
     pub tool: Option<String>,
     pub progress: Option<ProgressRoute>,
-    /// When the actor took the call, for its duration in the metrics.
+    /// When the actor took the call, for its duration in its span and the metrics.
     started: Instant,
+    /// `mcp.call`, a child of the caller's span; closed when the entry goes.
+    span: tracing::Span,
 }
 
 impl Drop for CallEntry {
@@ -120,6 +122,16 @@ impl CallEntry {
         let tool = (call.method == "tools/call")
             .then(|| params.as_ref()?.get("name")?.as_str().map(str::to_owned))
             .flatten();
+        let span = tracing::info_span!(
+            parent: &call.options.parent,
+            "mcp.call",
+            server = %server,
+            method = %call.method,
+            tool = tool.as_deref(),
+            request_id = id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
         let (reply, rx) = oneshot::channel();
         let entry = CallEntry {
             server: server.clone(),
@@ -137,6 +149,7 @@ impl CallEntry {
             tool,
             progress,
             started: now,
+            span,
         };
         let receipt = Receipt {
             id,
@@ -164,6 +177,11 @@ impl CallEntry {
             Ok(_) => "ok",
             Err(e) => e.code(),
         };
+        if !self.span.is_disabled() {
+            let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.span.record("outcome", code);
+            self.span.record("duration_ms", ms);
+        }
         crate::telemetry::call_finished(&self.server, &self.method, code, self.started);
     }
 

@@ -14,7 +14,7 @@ use crate::policy::state::ServerState;
 use crate::protocol::jsonrpc::RpcError;
 
 /// Options every call carries.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct CallOptions {
     /// Deadline, counted from when the server's actor takes the call (time in the actix
     /// mailboxes before that is not counted); the server's `call_timeout` when `None`.
@@ -26,6 +26,33 @@ pub struct CallOptions {
     /// With progress: each progress notification restarts the timeout, but the call never
     /// lasts longer than this in total.
     pub reset_timeout_on_progress: Option<Duration>,
+    /// The span the call's `mcp.call` span is a child of: the caller's current span when the
+    /// call was made (its `new`), so that a service's request trace shows its MCP calls.
+    /// [`Default`] has none.
+    pub parent: tracing::Span,
+}
+
+impl Default for CallOptions {
+    /// The server's timeout, the default retry policy, no progress, no parent span.
+    fn default() -> Self {
+        CallOptions {
+            timeout: None,
+            retry: RetryPolicy::default(),
+            progress: None,
+            reset_timeout_on_progress: None,
+            parent: tracing::Span::none(),
+        }
+    }
+}
+
+impl CallOptions {
+    /// The defaults, with the current span as the parent of the call's span.
+    pub fn here() -> CallOptions {
+        CallOptions {
+            parent: tracing::Span::current(),
+            ..CallOptions::default()
+        }
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -35,6 +62,7 @@ impl std::fmt::Debug for CallOptions {
             .field("retry", &self.retry)
             .field("progress", &self.progress.is_some())
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("parent", &self.parent.id())
             .finish()
     }
 }
@@ -64,6 +92,13 @@ macro_rules! call_options {
             /// Lets each progress notification restart the timeout, up to `max_total` overall.
             pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
                 self.options.reset_timeout_on_progress = Some(max_total);
+                self
+            }
+
+            /// Makes the call's `mcp.call` span a child of `parent` instead of the span that
+            /// was current when the call was made.
+            pub fn parent_span(mut self, parent: tracing::Span) -> Self {
+                self.options.parent = parent;
                 self
             }
         }
@@ -104,7 +139,7 @@ impl Call {
             server: server.into(),
             method: method.into(),
             params,
-            options: CallOptions::default(),
+            options: CallOptions::here(),
         }
     }
 }
@@ -138,7 +173,7 @@ macro_rules! typed_call {
         impl $name {
             #[doc = concat!("A `", $method, "` call to `server`.")]
             pub fn new(server: impl Into<String> $(, $arg: $aty)*) -> Self {
-                $name { server: server.into(), $( $field: $init, )* options: CallOptions::default() }
+                $name { server: server.into(), $( $field: $init, )* options: CallOptions::here() }
             }
         }
 
