@@ -7,15 +7,19 @@
 //! knows (the connection's [`Wire`], its [`Situation`], the time) and does what a method
 //! returns it must do next (e.g. [`AfterExpire::CheckLiveness`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use crate::actor::calls::{CallEntry, Receipt};
+use crate::actor::calls::CallEntry;
 use crate::actor::messages::Call;
+use crate::actor::reply::{self, Answer, Slot};
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
@@ -59,6 +63,18 @@ pub(crate) enum AfterExpire {
     CheckLiveness,
 }
 
+/// The caller's side of a call [started](CallTable::start) with a channel of its own.
+pub(crate) struct Receipt {
+    /// The call's key: the id of its first request, and its progress token.
+    #[cfg_attr(not(test), allow(dead_code))] // The actor's own calls need only the answer.
+    pub id: u64,
+    /// The raw result, or the error.
+    pub rx: oneshot::Receiver<Result<Value, Error>>,
+    /// When it is answered at the latest (unless progress moves it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub deadline: Instant,
+}
+
 /// The calls in flight or waiting of one server.
 pub(crate) struct CallTable {
     server: Arc<str>,
@@ -74,6 +90,11 @@ pub(crate) struct CallTable {
     by_wire: HashMap<u64, u64>,
     /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
+    /// The calls' deadlines, earliest first: one structure for all, so that the actor keeps one
+    /// timer (for the earliest) rather than one per call. An item whose call is gone, or whose
+    /// deadline moved, is stale and skipped; there are never more than twice as many items as
+    /// calls (plus a few), since stale ones are swept out past that.
+    deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Shared with the handshake of every connection (see [`RequestIds`]).
     ids: RequestIds,
     /// What happened to calls; the actor adds its own counts when it reports.
@@ -92,6 +113,7 @@ impl CallTable {
             calls: HashMap::new(),
             by_wire: HashMap::new(),
             waiting: VecDeque::new(),
+            deadlines: BinaryHeap::new(),
             ids,
             counters: Counters::default(),
         }
@@ -107,9 +129,9 @@ impl CallTable {
         &self.counters
     }
 
-    /// Registers a call and returns its caller's side: written at once if the server is Ready
-    /// and no older call waits, queued otherwise. Refused when the call is for another server,
-    /// the server is failed or stopped, or `max_in_flight` calls are already in the table.
+    /// Registers a call and returns its caller's side (a channel of the raw result): written at
+    /// once if the server is Ready and no older call waits, queued otherwise. Refused as
+    /// [`admit`](Self::admit) says.
     pub fn start(
         &mut self,
         call: Call,
@@ -117,9 +139,19 @@ impl CallTable {
         wire: Option<&Wire>,
         now: Instant,
     ) -> Result<Receipt, Error> {
+        self.admit(&call, situation)?;
+        let (tx, rx) = oneshot::channel();
+        let id = self.open(call, Slot::to(tx, reply::raw, "Call"), situation, wire, now);
+        let deadline = self.deadline_of(id).unwrap_or(now);
+        Ok(Receipt { id, rx, deadline })
+    }
+
+    /// Whether the table takes `call` now: not when it is for another server, the server is
+    /// failed or stopped, or `max_in_flight` calls are already in the table.
+    pub fn admit(&self, call: &Call, situation: &Situation) -> Result<(), Error> {
         if call.server != *self.server {
             return Err(Error::ServerNotFound {
-                server: call.server,
+                server: call.server.clone(),
             });
         }
         match situation.state {
@@ -146,8 +178,22 @@ impl CallTable {
                 retry_after: None,
             });
         }
+        Ok(())
+    }
+
+    /// Registers an [admitted](Self::admit) call, answered on `reply`, and returns its key:
+    /// written at once if the server is Ready and no older call waits, queued otherwise.
+    pub fn open(
+        &mut self,
+        call: Call,
+        reply: Rc<dyn Answer>,
+        situation: &Situation,
+        wire: Option<&Wire>,
+        now: Instant,
+    ) -> u64 {
         let id = self.ids.next();
-        let (entry, receipt) = CallEntry::open(&self.server, id, call, self.call_timeout, now);
+        let entry = CallEntry::open(&self.server, id, call, reply, self.call_timeout, now);
+        self.push_deadline(entry.deadline, id);
         self.calls.insert(id, entry);
         if situation.state.is_ready() && self.waiting.is_empty() {
             self.write(id, wire);
@@ -155,7 +201,52 @@ impl CallTable {
             self.waiting.push_back(id);
             self.flush(situation, wire);
         }
-        Ok(receipt)
+        id
+    }
+
+    /// The deadline of call `key`, if it is in the table.
+    pub fn deadline_of(&self, key: u64) -> Option<Instant> {
+        self.calls.get(&key).map(|c| c.deadline)
+    }
+
+    fn push_deadline(&mut self, deadline: Instant, key: u64) {
+        if self.deadlines.len() > 2 * self.calls.len() + 64 {
+            let calls = &self.calls;
+            self.deadlines
+                .retain(|Reverse((at, k))| calls.get(k).is_some_and(|c| c.deadline == *at));
+        }
+        self.deadlines.push(Reverse((deadline, key)));
+    }
+
+    /// The earliest deadline of a call in the table, for the actor's one timer.
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(Reverse((at, key))) = self.deadlines.peek().copied() {
+            if self.calls.get(&key).is_some_and(|c| c.deadline == at) {
+                return Some(at);
+            }
+            self.deadlines.pop();
+        }
+        None
+    }
+
+    /// Expires every call whose deadline is `now` or earlier (see [`expire`](Self::expire)).
+    pub fn expire_due(
+        &mut self,
+        now: Instant,
+        situation: &Situation,
+        wire: Option<&Wire>,
+    ) -> AfterExpire {
+        let mut after = AfterExpire::Nothing;
+        while let Some(at) = self.next_deadline().filter(|at| *at <= now) {
+            let Some(Reverse((_, key))) = self.deadlines.pop() else {
+                break;
+            };
+            debug_assert!(self.deadline_of(key) == Some(at));
+            if self.expire(key, situation, wire) == AfterExpire::CheckLiveness {
+                after = AfterExpire::CheckLiveness;
+            }
+        }
+        after
     }
 
     fn write(&mut self, key: u64, wire: Option<&Wire>) {
@@ -342,12 +433,17 @@ impl CallTable {
     }
 
     /// Routes a `notifications/progress` to its call: the token is our request id (see
-    /// [`CallEntry::open`]).
-    pub fn on_progress(&self, params: &Value, now: Instant) {
+    /// [`CallEntry::open`]). The call's deadline may move later (never earlier, so the actor's
+    /// timer needs no change: it finds the new deadline when it fires).
+    pub fn on_progress(&mut self, params: &Value, now: Instant) {
         let token = params.get("progressToken");
         let id = token.and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()));
-        match id.and_then(|id| self.calls.get(&id)) {
-            Some(entry) => entry.on_progress(&self.server, params, now),
+        match id.and_then(|id| Some((id, self.calls.get_mut(&id)?))) {
+            Some((id, entry)) => {
+                if let Some(moved) = entry.on_progress(&self.server, params, now) {
+                    self.push_deadline(moved, id);
+                }
+            }
             None => {
                 tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight")
             }
@@ -919,17 +1015,85 @@ mod tests {
         assert_eq!(sent["params"]["_meta"]["progressToken"], json!(receipt.id));
         assert_eq!(receipt.deadline, now + Duration::from_secs(10));
 
-        let moved = receipt.moved_deadline.as_ref().unwrap();
         let token = receipt.id.to_string(); // a string token is ours too
         calls.on_progress(
             &json!({ "progressToken": token, "progress": 1 }),
             now + Duration::from_secs(2),
         );
-        assert_eq!(*moved.borrow(), now + Duration::from_secs(12));
+        assert_eq!(
+            calls.deadline_of(receipt.id),
+            Some(now + Duration::from_secs(12))
+        );
         calls.on_progress(
             &json!({ "progressToken": receipt.id, "progress": 2 }),
             now + Duration::from_secs(8),
         );
-        assert_eq!(*moved.borrow(), now + Duration::from_secs(15));
+        assert_eq!(
+            calls.deadline_of(receipt.id),
+            Some(now + Duration::from_secs(15))
+        );
+        // The one timer finds the moved deadline: nothing is due at the first one.
+        assert_eq!(calls.next_deadline(), Some(now + Duration::from_secs(15)));
+        let ready = ServerState::Ready;
+        let due = calls.expire_due(now + Duration::from_secs(10), &at(&ready), Some(&out));
+        assert_eq!(due, AfterExpire::Nothing);
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn one_deadline_structure_expires_exactly_the_calls_that_are_due() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let secs = Duration::from_secs;
+        let start = |calls: &mut CallTable, timeout| {
+            calls
+                .start(
+                    method("tools/list").timeout(timeout),
+                    &at(&ready),
+                    Some(&out),
+                    now,
+                )
+                .unwrap()
+        };
+        let mut late = start(&mut calls, secs(30));
+        let mut soon = start(&mut calls, secs(5));
+        let mut answered = start(&mut calls, secs(1));
+        calls.on_response(&Id::Number(answered.id as i64), json!({}));
+        assert!(answer(&mut answered).unwrap().is_ok());
+        written(&mut rx);
+        // The answered call's deadline is stale: the earliest is the 5 s one.
+        assert_eq!(calls.next_deadline(), Some(now + secs(5)));
+        assert_eq!(
+            calls.expire_due(now + secs(4), &at(&ready), Some(&out)),
+            AfterExpire::Nothing
+        );
+        assert!(answer(&mut soon).is_none());
+        assert_eq!(
+            calls.expire_due(now + secs(5), &at(&ready), Some(&out)),
+            AfterExpire::CheckLiveness
+        );
+        assert_eq!(error_kind(&mut soon), Some(ErrorKind::Timeout));
+        assert!(answer(&mut late).is_none());
+        assert_eq!(calls.next_deadline(), Some(now + secs(30)));
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn the_deadline_structure_stays_bounded_by_the_calls_in_it() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        for _ in 0..10_000 {
+            let receipt = calls
+                .start(method("ping"), &at(&ready), Some(&out), now)
+                .unwrap();
+            calls.on_response(&Id::Number(receipt.id as i64), json!({}));
+        }
+        assert_eq!(calls.len(), 0);
+        assert!(calls.deadlines.len() <= 65, "{}", calls.deadlines.len());
+        assert_eq!(calls.next_deadline(), None);
     }
 }
