@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::actor::messages::{Call, Progress};
-use crate::actor::reply::Answer;
+use crate::actor::reply::{Answer, Payload};
 use crate::error::Error;
 use crate::policy::deadline::saturating_add;
 use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
@@ -51,8 +51,6 @@ pub(crate) struct CallEntry {
     pub held: bool,
     /// Rounds of input asked for so far.
     pub rounds: u32,
-    /// For `tools/call`: the tool's name, to look up its annotations.
-    pub tool: Option<String>,
     pub progress: Option<ProgressRoute>,
 }
 
@@ -112,9 +110,6 @@ impl CallEntry {
         } else {
             None
         };
-        let tool = (call.method == "tools/call")
-            .then(|| params.as_ref()?.get("name")?.as_str().map(str::to_owned))
-            .flatten();
         CallEntry {
             server: server.clone(),
             method: call.method,
@@ -129,13 +124,21 @@ impl CallEntry {
             sent: false,
             held: false,
             rounds: 0,
-            tool,
             progress,
         }
     }
 
+    /// For `tools/call`: the tool's name, to look up its annotations (only after a lost
+    /// connection, so it is read from the params then rather than copied for every call).
+    pub fn tool(&self) -> Option<&str> {
+        if self.method != "tools/call" {
+            return None;
+        }
+        self.params.as_ref()?.get("name")?.as_str()
+    }
+
     /// Answers the caller. A caller that already gave up is not an error.
-    pub fn answer(mut self, outcome: Result<Value, Error>) {
+    pub fn answer(mut self, outcome: Result<Payload, Error>) {
         if let Some(reply) = self.reply.take() {
             reply.answer(&self.server, outcome);
         }

@@ -15,20 +15,42 @@ use std::rc::Rc;
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::actor::server::ServerActor;
 use crate::actor::supervisor::Supervisor;
 use crate::error::Error;
 
+/// A call's result as it reaches the call table: the JSON text of the server's answer (parsed
+/// only by the caller's [`Slot`], into the caller's type), or a value already parsed (a
+/// result the actor had to look into, or made itself).
+#[derive(Debug)]
+pub(crate) enum Payload {
+    Raw(Box<RawValue>),
+    Parsed(Value),
+}
+
+impl From<Box<RawValue>> for Payload {
+    fn from(raw: Box<RawValue>) -> Self {
+        Payload::Raw(raw)
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Payload::Parsed(value)
+    }
+}
+
 /// The receiving end of a call's answer, as its entry holds it.
 pub(crate) trait Answer {
     /// Delivers the outcome of the call to `server` (at most once; later ones are ignored).
-    fn answer(&self, server: &str, outcome: Result<Value, Error>);
+    fn answer(&self, server: &str, outcome: Result<Payload, Error>);
 }
 
-/// Turns a raw result into the caller's type; the error text says why it does not fit.
-type Convert<T> = fn(Value) -> Result<T, serde_json::Error>;
+/// Turns a result into the caller's type; the error text says why it does not fit.
+type Convert<T> = fn(Payload) -> Result<T, serde_json::Error>;
 
 enum State<T> {
     /// Neither the answer nor the channel yet.
@@ -87,7 +109,7 @@ impl<T: 'static> Slot<T> {
 }
 
 impl<T: 'static> Answer for Slot<T> {
-    fn answer(&self, server: &str, outcome: Result<Value, Error>) {
+    fn answer(&self, server: &str, outcome: Result<Payload, Error>) {
         let mut state = self.state.borrow_mut();
         let waiting = match std::mem::replace(&mut *state, State::Gone) {
             State::Waiting(tx) if tx.is_closed() => return, // the caller gave up
@@ -111,14 +133,22 @@ impl<T: 'static> Answer for Slot<T> {
     }
 }
 
-/// The raw result as it is, for an untyped [`Call`](crate::Call).
-pub(crate) fn raw(value: Value) -> Result<Value, serde_json::Error> {
-    Ok(value)
+/// The result as a `Value`, for an untyped [`Call`](crate::Call).
+pub(crate) fn raw(payload: Payload) -> Result<Value, serde_json::Error> {
+    match payload {
+        Payload::Raw(text) => serde_json::from_str(text.get()),
+        Payload::Parsed(value) => Ok(value),
+    }
 }
 
-/// The raw result parsed into `T`.
-pub(crate) fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
-    serde_json::from_value(value)
+/// The result parsed into `T`: from its text in one pass, when it is the server's text.
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(
+    payload: Payload,
+) -> Result<T, serde_json::Error> {
+    match payload {
+        Payload::Raw(text) => serde_json::from_str(text.get()),
+        Payload::Parsed(value) => serde_json::from_value(value),
+    }
 }
 
 /// What a call handler returns: the call is registered, and its answer reaches the caller

@@ -2,6 +2,7 @@
 //! parsing one inbound frame into typed items. Pure: no IO.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// JSON-RPC error codes used by this crate.
@@ -79,14 +80,15 @@ impl RpcError {
 }
 
 /// One message received from a server.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Inbound {
     /// A successful response to one of our requests.
     Response {
         /// The id of our request.
         id: Id,
-        /// The result.
-        result: Value,
+        /// The result, as its JSON text: parsed once, by whoever knows what it should be
+        /// (straight into a typed call's output, say), and not before.
+        result: Box<RawValue>,
     },
     /// An error response. `id` is `None` when the server could not tell which request failed.
     Error {
@@ -136,6 +138,11 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
+/// [`present`], for a member kept as its JSON text.
+fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
 #[derive(Deserialize)]
 struct RawMessage {
     #[serde(default, deserialize_with = "present")]
@@ -144,8 +151,8 @@ struct RawMessage {
     method: Option<String>,
     #[serde(default)]
     params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Value>,
+    #[serde(default, deserialize_with = "present_raw")]
+    result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<RpcError>,
 }
@@ -286,20 +293,18 @@ mod tests {
     #[test]
     fn parses_each_kind() {
         let got = parse_frame(br#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#).unwrap();
-        assert_eq!(
-            got,
-            [Inbound::Response {
-                id: Id::Number(3),
-                result: json!({"a":1})
-            }]
-        );
+        match &got[..] {
+            [Inbound::Response { id, result }] => {
+                assert_eq!(id, &Id::Number(3));
+                let result: Value = serde_json::from_str(result.get()).unwrap();
+                assert_eq!(result, json!({"a":1}));
+            }
+            other => panic!("expected one response, got {other:?}"),
+        }
         let got = parse_frame(br#"{"jsonrpc":"2.0","id":4,"result":null}"#).unwrap();
         assert!(matches!(
             &got[0],
-            Inbound::Response {
-                result: Value::Null,
-                ..
-            }
+            Inbound::Response { result, .. } if result.get() == "null"
         ));
         let got =
             parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::actor::calls::CallEntry;
 use crate::actor::messages::Call;
-use crate::actor::reply::{self, Answer, Slot};
+use crate::actor::reply::{self, Answer, Payload, Slot};
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
@@ -63,6 +63,11 @@ pub(crate) enum AfterExpire {
     CheckLiveness,
 }
 
+/// The hasher of the maps keyed by request id: only our own ids are ever inserted (an id a
+/// server sends is only looked up), so the map needs no defence against chosen keys beyond
+/// foldhash's per-process seed, and the SipHash default costs more than the rest of a lookup.
+type IdHash = foldhash::fast::RandomState;
+
 /// The caller's side of a call [started](CallTable::start) with a channel of its own.
 pub(crate) struct Receipt {
     /// The call's key: the id of its first request, and its progress token.
@@ -84,10 +89,12 @@ pub(crate) struct CallTable {
     trusted: bool,
     /// Every call, by its key: the id of its first request, which its caller's receipt and its
     /// progress token carry for the call's whole life.
-    calls: HashMap<u64, CallEntry>,
-    /// The written calls by the id of their latest request (which differs from the key once a
-    /// call was written again): what answers and transport events name.
-    by_wire: HashMap<u64, u64>,
+    calls: HashMap<u64, CallEntry, IdHash>,
+    /// The written calls whose latest request id differs from their key (written again), by
+    /// that id: what answers and transport events name. A call on its first write is found
+    /// by its key, which is its request id; either way an answer matches a call only if it
+    /// names the call's latest request.
+    by_wire: HashMap<u64, u64, IdHash>,
     /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
     /// The calls' deadlines, earliest first: one structure for all, so that the actor keeps one
@@ -110,8 +117,8 @@ impl CallTable {
             call_timeout: settings.call_timeout,
             max_in_flight: settings.max_in_flight,
             trusted: settings.trusted,
-            calls: HashMap::new(),
-            by_wire: HashMap::new(),
+            calls: HashMap::default(),
+            by_wire: HashMap::default(),
             waiting: VecDeque::new(),
             deadlines: BinaryHeap::new(),
             ids,
@@ -270,19 +277,23 @@ impl CallTable {
             return;
         };
         if !entry.fresh {
-            self.by_wire.remove(&entry.wire_id);
+            if entry.wire_id != key {
+                self.by_wire.remove(&entry.wire_id);
+            }
             entry.wire_id = self.ids.next();
         }
         entry.fresh = false;
         entry.sent = true;
-        self.by_wire.insert(entry.wire_id, key);
+        if entry.wire_id != key {
+            self.by_wire.insert(entry.wire_id, key);
+        }
         wire.request(entry.wire_id, &entry.method, entry.params.as_ref());
     }
 
     /// Takes call `key` out of the table, with its request id.
     fn remove(&mut self, key: u64) -> Option<CallEntry> {
         let entry = self.calls.remove(&key)?;
-        if entry.sent {
+        if entry.sent && entry.wire_id != key {
             self.by_wire.remove(&entry.wire_id);
         }
         Some(entry)
@@ -290,15 +301,17 @@ impl CallTable {
 
     /// The call that request `wire_id` belongs to, if it is written and unanswered.
     fn written(&self, wire_id: u64) -> Option<u64> {
-        let key = *self.by_wire.get(&wire_id)?;
-        self.calls.get(&key).filter(|c| c.sent)?;
+        let key = self.by_wire.get(&wire_id).copied().unwrap_or(wire_id);
+        self.calls
+            .get(&key)
+            .filter(|c| c.sent && c.wire_id == wire_id)?;
         Some(key)
     }
 
     /// Call `key` is no longer written on the current connection.
     fn mark_unsent(&mut self, key: u64) {
         if let Some(entry) = self.calls.get_mut(&key) {
-            if entry.sent {
+            if entry.sent && entry.wire_id != key {
                 self.by_wire.remove(&entry.wire_id);
             }
             entry.sent = false;
@@ -383,9 +396,9 @@ impl CallTable {
     }
 
     /// The server answered request `id` with `result`.
-    pub fn on_response(&mut self, id: &Id, result: Value) {
+    pub fn on_response(&mut self, id: &Id, result: impl Into<Payload>) {
         match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
-            Some(key) => self.finish(key, Ok(result)),
+            Some(key) => self.finish(key, Ok(result.into())),
             None => {
                 self.counters.unknown_responses += 1;
                 tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
@@ -418,7 +431,7 @@ impl CallTable {
         }
     }
 
-    fn finish(&mut self, id: u64, outcome: Result<Value, Error>) {
+    fn finish(&mut self, id: u64, outcome: Result<Payload, Error>) {
         let Some(entry) = self.remove(id) else {
             self.counters.unknown_responses += 1;
             tracing::debug!(server = %self.server, id, "response to no call in flight; ignored");
@@ -514,10 +527,7 @@ impl CallTable {
             let Some(entry) = self.calls.get_mut(&id) else {
                 continue;
             };
-            let hints = entry
-                .tool
-                .as_deref()
-                .and_then(|name| tool_hints(tools, name));
+            let hints = entry.tool().and_then(|name| tool_hints(tools, name));
             let verdict =
                 after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
             if verdict == AfterDisconnect::Resend {
