@@ -23,6 +23,7 @@ use crate::actor::reply::{self, Answer, Payload, Slot};
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
+mod deadlines;
 mod input_rounds;
 use crate::config::Settings;
 use crate::error::Error;
@@ -90,17 +91,14 @@ pub(crate) struct CallTable {
     /// Every call, by its key: the id of its first request, which its caller's receipt and its
     /// progress token carry for the call's whole life.
     calls: HashMap<u64, CallEntry, IdHash>,
-    /// The written calls whose latest request id differs from their key (written again), by
-    /// that id: what answers and transport events name. A call on its first write is found
-    /// by its key, which is its request id; either way an answer matches a call only if it
-    /// names the call's latest request.
+    /// Written calls whose latest request id is not their key (written again), by that id. A
+    /// call on its first write is found by its key, its id; either way an answer matches a
+    /// call only if it names the call's latest request.
     by_wire: HashMap<u64, u64, IdHash>,
     /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
-    /// The calls' deadlines, earliest first: one structure for all, so that the actor keeps one
-    /// timer (for the earliest) rather than one per call. An item whose call is gone, or whose
-    /// deadline moved, is stale and skipped; there are never more than twice as many items as
-    /// calls (plus a few), since stale ones are swept out past that.
+    /// The calls' deadlines, earliest first, for the actor's one timer (see [`deadlines`]):
+    /// stale items (call gone, deadline moved) are skipped, and swept out past 2 × calls + 64.
     deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Shared with the handshake of every connection (see [`RequestIds`]).
     ids: RequestIds,
@@ -209,51 +207,6 @@ impl CallTable {
             self.flush(situation, wire);
         }
         id
-    }
-
-    /// The deadline of call `key`, if it is in the table.
-    pub fn deadline_of(&self, key: u64) -> Option<Instant> {
-        self.calls.get(&key).map(|c| c.deadline)
-    }
-
-    fn push_deadline(&mut self, deadline: Instant, key: u64) {
-        if self.deadlines.len() > 2 * self.calls.len() + 64 {
-            let calls = &self.calls;
-            self.deadlines
-                .retain(|Reverse((at, k))| calls.get(k).is_some_and(|c| c.deadline == *at));
-        }
-        self.deadlines.push(Reverse((deadline, key)));
-    }
-
-    /// The earliest deadline of a call in the table, for the actor's one timer.
-    pub fn next_deadline(&mut self) -> Option<Instant> {
-        while let Some(Reverse((at, key))) = self.deadlines.peek().copied() {
-            if self.calls.get(&key).is_some_and(|c| c.deadline == at) {
-                return Some(at);
-            }
-            self.deadlines.pop();
-        }
-        None
-    }
-
-    /// Expires every call whose deadline is `now` or earlier (see [`expire`](Self::expire)).
-    pub fn expire_due(
-        &mut self,
-        now: Instant,
-        situation: &Situation,
-        wire: Option<&Wire>,
-    ) -> AfterExpire {
-        let mut after = AfterExpire::Nothing;
-        while let Some(at) = self.next_deadline().filter(|at| *at <= now) {
-            let Some(Reverse((_, key))) = self.deadlines.pop() else {
-                break;
-            };
-            debug_assert!(self.deadline_of(key) == Some(at));
-            if self.expire(key, situation, wire) == AfterExpire::CheckLiveness {
-                after = AfterExpire::CheckLiveness;
-            }
-        }
-        after
     }
 
     fn write(&mut self, key: u64, wire: Option<&Wire>) {
@@ -461,53 +414,6 @@ impl CallTable {
                 tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight")
             }
         }
-    }
-
-    /// Call `id`'s deadline passed: its caller is answered now. A written call is also
-    /// cancelled on the server (through `wire`, if the connection is still there), and the
-    /// actor is told to check the connection.
-    pub fn expire(&mut self, id: u64, situation: &Situation, wire: Option<&Wire>) -> AfterExpire {
-        let Some(entry) = self.remove(id) else {
-            return AfterExpire::Nothing;
-        };
-        if entry.held {
-            // Waiting for the application's answers to the server's questions: the server
-            // holds nothing for it, so there is nothing to cancel or check.
-            self.counters.calls_timed_out += 1;
-            let error = Error::Timeout {
-                server: self.server.to_string(),
-                method: entry.method.clone(),
-                timeout: entry.timeout,
-            };
-            entry.answer(Err(error));
-            return AfterExpire::Nothing;
-        }
-        if !entry.sent {
-            self.waiting.retain(|w| *w != id);
-            self.counters.calls_failed += 1;
-            let error = self.unanswered_error(
-                &entry,
-                "its deadline passed before it could be re-sent",
-                situation,
-            );
-            entry.answer(Err(error));
-            return AfterExpire::Nothing;
-        }
-        self.counters.calls_timed_out += 1;
-        let wire_id = entry.wire_id;
-        let method = entry.method.clone();
-        let timeout = entry.timeout;
-        entry.answer(Err(Error::Timeout {
-            server: self.server.to_string(),
-            method: method.clone(),
-            timeout,
-        }));
-        tracing::warn!(server = %self.server, method = %method, id, "call timed out; cancelling it on the server");
-        if let Some(wire) = wire {
-            wire.cancel(wire_id, "timed out");
-            self.counters.cancellations_sent += 1;
-        }
-        AfterExpire::CheckLiveness
     }
 
     /// Decides, call by call, what happens to the calls written on a connection that is going
