@@ -254,3 +254,79 @@ impl<T> Drop for ReplyGuard<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn text(json: &str) -> Payload {
+        Payload::Raw(RawValue::from_string(json.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn an_answer_before_the_channel_is_delivered_when_the_channel_comes() {
+        let slot = Slot::empty(raw, "Call");
+        slot.answer("s", Ok(text(r#"{"a":1}"#)));
+        let (tx, mut rx) = oneshot::channel();
+        slot.attach(Some(tx));
+        assert_eq!(rx.try_recv().unwrap().unwrap(), json!({"a": 1}));
+        // Once only: a second answer goes nowhere.
+        slot.answer("s", Ok(text("{}")));
+    }
+
+    #[test]
+    fn a_channel_before_the_answer_gets_it_parsed_into_the_callers_type() {
+        let slot = Slot::empty(typed::<rmcp::model::CallToolResult>, "CallTool");
+        let (tx, mut rx) = oneshot::channel();
+        slot.attach(Some(tx));
+        assert!(rx.try_recv().is_err(), "nothing yet");
+        slot.answer(
+            "s",
+            Ok(text(r#"{"content":[{"type":"text","text":"hi"}]}"#)),
+        );
+        let result = rx.try_recv().unwrap().unwrap();
+        assert_eq!(result.content[0].as_text().unwrap().text, "hi");
+    }
+
+    #[test]
+    fn a_result_that_does_not_fit_the_type_is_an_invalid_response() {
+        let (tx, mut rx) = oneshot::channel();
+        let slot = Slot::to(tx, typed::<rmcp::model::CallToolResult>, "CallTool");
+        slot.answer("s", Ok(text(r#"{"content":"not a list"}"#)));
+        let error = rx.try_recv().unwrap().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidResponse);
+        assert!(error.to_string().contains("CallTool"), "{error}");
+    }
+
+    #[test]
+    fn nobody_waiting_is_not_an_error() {
+        let slot = Slot::empty(raw, "Call");
+        slot.attach(None); // do_send
+        slot.answer("s", Ok(Payload::Parsed(json!({}))));
+        let (tx, rx) = oneshot::channel();
+        drop(rx); // the caller gave up
+        let slot = Slot::to(tx, raw, "Call");
+        slot.answer("s", Ok(Payload::Parsed(json!({}))));
+    }
+
+    #[test]
+    fn a_routed_call_its_actor_never_took_is_answered_stopped() {
+        let (tx, mut rx) = oneshot::channel::<Result<Value, Error>>();
+        let routed = Routed::new(crate::Call::new("s", "ping", None), "s".into(), Some(tx));
+        drop(routed); // what a dead actor's mailbox does with it
+        match rx.try_recv().unwrap() {
+            Err(Error::Stopped { server }) => assert_eq!(server, "s"),
+            other => panic!("expected stopped, got {other:?}"),
+        }
+        // Taken by the actor: the guard says nothing more.
+        let (tx, mut rx) = oneshot::channel::<Result<Value, Error>>();
+        let routed = Routed::new(crate::Call::new("s", "ping", None), "s".into(), Some(tx));
+        let (_call, reply) = routed.into_parts();
+        assert!(reply.is_some());
+        assert!(rx.try_recv().is_err());
+    }
+}
