@@ -397,9 +397,19 @@ impl ServerActor {
             return reply.answer(&self.name, Err(e));
         }
         let wire = self.live.as_ref().map(|l| &l.wire);
-        self.calls
+        let key = self
+            .calls
             .open(call, reply, &situation, wire, Instant::now());
-        self.arm_deadlines(ctx);
+        // The timer fires no later than every deadline in the table: a call due after it needs
+        // nothing (the usual case, calls sharing one timeout); only an earlier one moves it.
+        let in_time = match (self.calls.deadline_of(key), self.deadline_timer) {
+            (Some(deadline), Some((at, _))) => at <= deadline,
+            (None, _) => true, // already answered
+            (Some(_), None) => false,
+        };
+        if !in_time {
+            self.arm_deadlines(ctx);
+        }
     }
 
     /// Keeps the one deadline timer set for the earliest deadline in the call table.

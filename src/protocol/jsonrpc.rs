@@ -160,17 +160,33 @@ struct RawMessage {
 /// Parses one frame (a line on stdio, a body or SSE event on HTTP) into messages: one, or several
 /// for a JSON-RPC batch.
 pub fn parse_frame(bytes: &[u8]) -> Result<Vec<Inbound>, FrameError> {
+    let mut messages = Vec::new();
+    parse_frame_into(bytes, &mut messages)?;
+    Ok(messages)
+}
+
+/// [`parse_frame`], appending the messages to `out` (a reader's queue): a frame of one
+/// message, the usual, allocates no list of its own. A batch is all or nothing, as there.
+pub(crate) fn parse_frame_into(
+    bytes: &[u8],
+    out: &mut impl Extend<Inbound>,
+) -> Result<(), FrameError> {
     // Straight into the message's fields, without an intermediate `Value` tree: this runs for
     // every message, so one walk over the bytes matters.
     let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     if batch {
         let raws: Vec<RawMessage> =
             serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
-        raws.into_iter().map(classify).collect()
+        let messages = raws
+            .into_iter()
+            .map(classify)
+            .collect::<Result<Vec<_>, _>>()?;
+        out.extend(messages);
     } else {
         let raw: RawMessage = serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
-        classify(raw).map(|m| vec![m])
+        out.extend(std::iter::once(classify(raw)?));
     }
+    Ok(())
 }
 
 /// Tells "not JSON" from "JSON, but not JSON-RPC" (only on the error path).
@@ -247,7 +263,11 @@ struct OutResponse<'a> {
 fn to_line<T: Serialize>(msg: &T) -> Vec<u8> {
     // Serializing our own structs of strings and `Value`s cannot fail (no maps with non-string
     // keys, no failing Serialize impls).
-    let mut line = serde_json::to_vec(msg).unwrap_or_default();
+    // Room for a typical request at once (`to_vec` starts smaller and grows on every call).
+    let mut line = Vec::with_capacity(256);
+    if serde_json::to_writer(&mut line, msg).is_err() {
+        line.clear();
+    }
     line.push(b'\n');
     line
 }
