@@ -96,9 +96,11 @@
 //!   [`server`](actor::server) (the [`ServerActor`]: its state-machine loop, connecting and
 //!   disconnecting, and message handlers that route into its parts `inbound`, `tools`,
 //!   `liveness`, `subscriptions`, `control` and `call_handlers`) and [`supervisor`](actor::supervisor).
-//!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, expiry,
-//!   settling after a lost connection; no actix, tested on its own), `calls` (one call's entry
-//!   and the caller's deadline), `connect` (one connection attempt: spawn, handshake, tool list,
+//!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, the
+//!   one deadline structure and expiry, settling after a lost connection; no actix, tested on
+//!   its own), `calls` (one call's entry), `reply` (where a call's answer goes, with no task per
+//!   call: the caller's reply channel, the result parsed into its type; the supervisor's
+//!   forwarding), `connect` (one connection attempt: spawn, handshake, tool list,
 //!   re-subscribe), `server_requests` (requests the server sends us, bounded), `fanout` (events
 //!   to subscribers through bounded queues) and `gone` (the notice the supervisor gets when an
 //!   actor is dropped, panics included).

@@ -1,27 +1,24 @@
-//! One call in flight: what the actor keeps for it, and the future its caller awaits. The
-//! table of all of them, and every way a call ends, is in [`call_table`](super::call_table).
+//! One call in flight: what the actor keeps for it, and what an internal caller of the actor
+//! awaits. The table of all of them, and every way a call ends (its deadline included), is in
+//! [`call_table`](super::call_table); where an answer goes, in [`reply`](super::reply).
 //!
-//! The deadline is kept on the caller's side: the future returned to the caller sleeps until
-//! the deadline, then asks the actor to expire the call (so the actor can send
-//! `notifications/cancelled` and check the connection) and waits a short slack for that answer.
-//! If the actor is gone or stuck, the caller still gets its error on time. Exactly one answer
-//! reaches the caller either way: the future returns once.
+//! The deadline is kept by the actor, in its call table: one timer for the earliest deadline,
+//! not one per call. Exactly one answer reaches the caller whatever happens: the entry answers
+//! once, and if it is dropped unanswered (its actor stopped or panicked) its `Drop` answers.
 
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::actor::messages::{Call, Progress};
+use crate::actor::reply::{Answer, Payload};
 use crate::error::Error;
 use crate::policy::deadline::saturating_add;
 use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
-
-/// How long the caller's future waits for the actor to answer an expired call before it answers
-/// `Timeout` on its own.
-const EXPIRE_SLACK: Duration = Duration::from_millis(100);
 
 /// What the actor keeps for one call.
 ///
@@ -34,8 +31,10 @@ pub(crate) struct CallEntry {
     /// Params as sent (with our progress token, if the caller asked for progress).
     pub params: Option<Value>,
     /// `None` once answered.
-    reply: Option<oneshot::Sender<Result<Value, Error>>>,
+    reply: Option<Rc<dyn Answer>>,
     pub timeout: Duration,
+    /// When the call is answered `Timeout` (or, unsent, `Unavailable`).
+    pub deadline: Instant,
     pub retry: RetryPolicy,
     /// Times written to a connection (at most 2: the first send and one re-send).
     pub sends: u32,
@@ -52,8 +51,6 @@ pub(crate) struct CallEntry {
     pub held: bool,
     /// Rounds of input asked for so far.
     pub rounds: u32,
-    /// For `tools/call`: the tool's name, to look up its annotations.
-    pub tool: Option<String>,
     pub progress: Option<ProgressRoute>,
     /// When the actor took the call, for its duration in its span and the metrics.
     started: Instant,
@@ -65,9 +62,9 @@ impl Drop for CallEntry {
     fn drop(&mut self) {
         if self.reply.is_some() {
             let error = self.orphaned();
-            self.finished(&Err(error.clone()));
+            self.finished(Some(&error));
             if let Some(reply) = self.reply.take() {
-                let _ = reply.send(Err(error));
+                reply.answer(&self.server, Err(error));
             }
         }
     }
@@ -76,24 +73,24 @@ impl Drop for CallEntry {
 /// Where progress for a call goes, and how it moves the deadline.
 pub(crate) struct ProgressRoute {
     pub recipient: Option<Recipient<Progress>>,
-    /// `(deadline sender, latest allowed deadline)` when progress restarts the timeout.
-    pub reset: Option<(watch::Sender<Instant>, Instant)>,
+    /// The latest allowed deadline, when progress restarts the timeout.
+    pub latest: Option<Instant>,
 }
 
 impl CallEntry {
-    /// The entry for call `call` to `server` under request id `id`, and its caller's side.
+    /// The entry for call `call` to `server` under request id `id`, answered on `reply`.
     /// `now` starts the timeout (the call's own, or `default_timeout`).
     pub fn open(
         server: &Arc<str>,
         id: u64,
         call: Call,
+        reply: Rc<dyn Answer>,
         default_timeout: Duration,
         now: Instant,
-    ) -> (CallEntry, Receipt) {
+    ) -> CallEntry {
         let timeout = call.options.timeout.unwrap_or(default_timeout);
         let deadline = saturating_add(now, timeout);
         let mut params = call.params;
-        let mut moved_deadline = None;
         let progress = if call.options.progress.is_some()
             || call.options.reset_timeout_on_progress.is_some()
         {
@@ -107,38 +104,34 @@ impl CallEntry {
                 meta.insert("progressToken".into(), json!(id));
             }
             params = Some(Value::Object(object));
-            let reset = call.options.reset_timeout_on_progress.map(|max_total| {
-                let (tx, rx) = watch::channel(deadline);
-                moved_deadline = Some(rx);
-                (tx, saturating_add(now, max_total.max(timeout)))
-            });
+            let latest = call
+                .options
+                .reset_timeout_on_progress
+                .map(|max_total| saturating_add(now, max_total.max(timeout)));
             Some(ProgressRoute {
                 recipient: call.options.progress,
-                reset,
+                latest,
             })
         } else {
             None
         };
-        let tool = (call.method == "tools/call")
-            .then(|| params.as_ref()?.get("name")?.as_str().map(str::to_owned))
-            .flatten();
         let span = tracing::info_span!(
             parent: &call.options.parent,
             "mcp.call",
             server = %server,
             method = %call.method,
-            tool = tool.as_deref(),
+            tool = tracing::field::Empty,
             request_id = id,
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
-        let (reply, rx) = oneshot::channel();
         let entry = CallEntry {
             server: server.clone(),
-            method: call.method.clone(),
+            method: call.method,
             params,
             reply: Some(reply),
             timeout,
+            deadline,
             retry: call.options.retry,
             sends: 0,
             wire_id: id,
@@ -146,37 +139,39 @@ impl CallEntry {
             sent: false,
             held: false,
             rounds: 0,
-            tool,
             progress,
             started: now,
             span,
         };
-        let receipt = Receipt {
-            id,
-            rx,
-            deadline,
-            moved_deadline,
-            server: call.server,
-            method: call.method,
-            timeout,
-        };
-        (entry, receipt)
+        if !entry.span.is_disabled() {
+            if let Some(tool) = entry.tool() {
+                entry.span.record("tool", tool);
+            }
+        }
+        entry
+    }
+
+    /// For `tools/call`: the tool's name, to look up its annotations (only after a lost
+    /// connection, so it is read from the params then rather than copied for every call).
+    pub fn tool(&self) -> Option<&str> {
+        if self.method != "tools/call" {
+            return None;
+        }
+        self.params.as_ref()?.get("name")?.as_str()
     }
 
     /// Answers the caller. A caller that already gave up is not an error.
-    pub fn answer(mut self, outcome: Result<Value, Error>) {
-        self.finished(&outcome);
+    pub fn answer(mut self, outcome: Result<Payload, Error>) {
+        self.finished(outcome.as_ref().err());
         if let Some(reply) = self.reply.take() {
-            let _ = reply.send(outcome);
+            reply.answer(&self.server, outcome);
         }
     }
 
-    /// Counts the call's end in the metrics: every answer passes here once.
-    fn finished(&self, outcome: &Result<Value, Error>) {
-        let code = match outcome {
-            Ok(_) => "ok",
-            Err(e) => e.code(),
-        };
+    /// Closes the call's span with its outcome and counts it in the metrics: every answer
+    /// passes here once (`error`: `None` for a result).
+    fn finished(&self, error: Option<&Error>) {
+        let code = error.map_or("ok", Error::code);
         if !self.span.is_disabled() {
             let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
             self.span.record("outcome", code);
@@ -222,11 +217,16 @@ impl CallEntry {
         }
     }
 
-    /// Restarts the timeout after progress, within the maximum total time.
-    pub fn on_progress(&self, server: &str, params: &Value, now: Instant) {
-        let Some(route) = &self.progress else { return };
-        if let Some((deadline, latest)) = &route.reset {
-            let _ = deadline.send(saturating_add(now, self.timeout).min(*latest));
+    /// Restarts the timeout after progress, within the maximum total time: the new deadline,
+    /// if it moved.
+    pub fn on_progress(&mut self, server: &str, params: &Value, now: Instant) -> Option<Instant> {
+        let route = self.progress.as_ref()?;
+        let mut moved = None;
+        if let Some(latest) = route.latest {
+            let deadline = saturating_add(now, self.timeout).min(latest);
+            if deadline > self.deadline {
+                moved = Some(deadline);
+            }
         }
         if let Some(recipient) = &route.recipient {
             let progress = params
@@ -243,86 +243,29 @@ impl CallEntry {
                     .map(str::to_owned),
             });
         }
+        if let Some(deadline) = moved {
+            self.deadline = deadline;
+        }
+        moved
     }
 }
 
-/// Tells the actor a call's deadline passed. The actor answers the call (and sends
-/// `notifications/cancelled` if it had been written).
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub(crate) struct Expire {
-    pub id: u64,
-}
-
-/// The caller's side of one call, as the call table hands it out: the answer to come and the
-/// deadline, not yet tied to the actor that expires the call.
-pub(crate) struct Receipt {
-    pub id: u64,
+/// What an internal caller of the actor (a liveness ping, a subscription) awaits: the answer,
+/// which the entry gives by the call's deadline at the latest.
+pub(crate) struct Waiter {
     pub rx: oneshot::Receiver<Result<Value, Error>>,
-    pub deadline: Instant,
-    /// Moves the deadline when progress restarts the timeout.
-    pub moved_deadline: Option<watch::Receiver<Instant>>,
     pub server: String,
     pub method: String,
-    pub timeout: Duration,
-}
-
-impl Receipt {
-    /// The future the caller awaits; `expire` is told when the deadline passes.
-    pub fn waiter(self, expire: Recipient<Expire>) -> Waiter {
-        Waiter {
-            receipt: self,
-            expire,
-        }
-    }
-}
-
-/// The caller's side of one call.
-pub(crate) struct Waiter {
-    receipt: Receipt,
-    expire: Recipient<Expire>,
 }
 
 impl Waiter {
-    /// Waits for the answer, or for the deadline.
+    /// Waits for the answer.
     pub async fn wait(self) -> Result<Value, Error> {
-        let Waiter {
-            receipt:
-                Receipt {
-                    id,
-                    mut rx,
-                    mut deadline,
-                    moved_deadline,
-                    server,
-                    method,
-                    timeout,
-                },
-            expire,
-        } = self;
-        loop {
-            tokio::select! {
-                answer = &mut rx => {
-                    // Every entry answers, from its `Drop` at the latest; should one not, say
-                    // no more than is known: the call may have been sent.
-                    return answer.unwrap_or_else(|_| Err(lost_answer(server, method)));
-                }
-                _ = tokio::time::sleep_until(deadline.into()) => {
-                    match moved_deadline.as_ref().map(|d| *d.borrow()) {
-                        Some(later) if later > deadline => deadline = later,
-                        _ => break,
-                    }
-                }
-            }
-        }
-        expire.do_send(Expire { id });
-        match tokio::time::timeout(EXPIRE_SLACK, rx).await {
-            Ok(Ok(answer)) => answer,
-            _ => Err(Error::Timeout {
-                server,
-                method,
-                timeout,
-            }),
-        }
+        // Every entry answers, from its `Drop` at the latest; should one not, say no more than
+        // is known: the call may have been sent.
+        self.rx
+            .await
+            .unwrap_or_else(|_| Err(lost_answer(self.server, self.method)))
     }
 }
 

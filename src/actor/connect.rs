@@ -234,7 +234,8 @@ impl Handshake<'_> {
                 TransportEvent::Message(Inbound::Response { id: got, result })
                     if got.as_ours() == Some(id) =>
                 {
-                    return Ok(result)
+                    return serde_json::from_str(result.get())
+                        .map_err(|e| Error::invalid_response(server, method, e.to_string()));
                 }
                 TransportEvent::Message(Inbound::Error { id: got, error })
                     if got.as_ref().and_then(Id::as_ours) == Some(id) =>

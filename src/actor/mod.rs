@@ -7,6 +7,7 @@ pub(crate) mod connect;
 pub(crate) mod fanout;
 pub(crate) mod gone;
 pub mod messages;
+pub(crate) mod reply;
 pub mod server;
 pub(crate) mod server_requests;
 pub mod status;

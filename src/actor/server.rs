@@ -11,6 +11,7 @@
 //! subscriptions) and `control` (status, subscribers, `Reconnect`, `Shutdown`).
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,11 +22,12 @@ use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
-use crate::actor::call_table::{CallTable, Situation};
+use crate::actor::call_table::{AfterExpire, CallTable, Situation};
 use crate::actor::calls::Waiter;
 use crate::actor::connect::{Attempt, EraMemory, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
+use crate::actor::reply::Answer;
 use crate::actor::server_requests::ServerRequests;
 use crate::actor::wire::Wire;
 use crate::config::{ServerConfig, Settings};
@@ -86,6 +88,8 @@ pub struct ServerActor {
     attempt_seq: u64,
     attempt: Option<SpawnHandle>,
     calls: CallTable,
+    /// The one timer of the calls' deadlines: when it fires, and its handle.
+    deadline_timer: Option<(Instant, SpawnHandle)>,
     /// The request ids of every connection: the handshake's and the call table's.
     ids: RequestIds,
     /// The processes this actor started that are not gone yet; `Shutdown` waits for them.
@@ -128,6 +132,7 @@ impl ServerActor {
         let server_requests = ServerRequests::new(name.clone(), None, settings.call_timeout);
         ServerActor {
             calls: CallTable::new(name.clone(), &settings, ids.clone()),
+            deadline_timer: None,
             ids,
             reaping: Reaping::default(),
             name,
@@ -372,12 +377,73 @@ impl ServerActor {
 
     // ----- calls: the call table, with what the actor knows -----
 
-    /// Registers a call and returns what its caller awaits.
+    /// Registers a call of the actor's own and returns what it awaits.
     fn start_call(&mut self, call: Call, ctx: &mut Context<Self>) -> Result<Waiter, Error> {
         let situation = Situation::of(&self.machine, self.last_error.as_ref());
         let wire = self.live.as_ref().map(|l| &l.wire);
+        let (server, method) = (call.server.clone(), call.method.clone());
         let receipt = self.calls.start(call, &situation, wire, Instant::now())?;
-        Ok(receipt.waiter(ctx.address().recipient()))
+        self.arm_deadlines(ctx);
+        Ok(Waiter {
+            rx: receipt.rx,
+            server,
+            method,
+        })
+    }
+
+    /// Registers a caller's call, answered on `reply` (at once, if the table refuses it).
+    fn begin_call(&mut self, call: Call, reply: Rc<dyn Answer>, ctx: &mut Context<Self>) {
+        let situation = Situation::of(&self.machine, self.last_error.as_ref());
+        if let Err(e) = self.calls.admit(&call, &situation) {
+            return reply.answer(&self.name, Err(e));
+        }
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let key = self
+            .calls
+            .open(call, reply, &situation, wire, Instant::now());
+        // The timer fires no later than every deadline in the table: a call due after it needs
+        // nothing (the usual case, calls sharing one timeout); only an earlier one moves it.
+        let in_time = match (self.calls.deadline_of(key), self.deadline_timer) {
+            (Some(deadline), Some((at, _))) => at <= deadline,
+            (None, _) => true, // already answered
+            (Some(_), None) => false,
+        };
+        if !in_time {
+            self.arm_deadlines(ctx);
+        }
+    }
+
+    /// Keeps the one deadline timer set for the earliest deadline in the call table.
+    fn arm_deadlines(&mut self, ctx: &mut Context<Self>) {
+        let Some(next) = self.calls.next_deadline() else {
+            return; // A timer still set fires, finds nothing, and is not set again.
+        };
+        if let Some((at, handle)) = self.deadline_timer {
+            if at <= next {
+                return;
+            }
+            ctx.cancel_future(handle);
+        }
+        let after = next.saturating_duration_since(Instant::now());
+        let handle = ctx.run_later(after, move |act, ctx| {
+            act.deadline_timer = None;
+            act.on_deadlines(next, ctx);
+        });
+        self.deadline_timer = Some((next, handle));
+    }
+
+    /// The deadline timer set for `due` fired: every call that is due is answered (and
+    /// cancelled on the server if it was written), and the timer is set for the next deadline.
+    /// The timer's own time counts as passed, whatever the clock says (the timer's clock may be
+    /// a paused one, in tests).
+    fn on_deadlines(&mut self, due: Instant, ctx: &mut Context<Self>) {
+        let situation = Situation::of(&self.machine, self.last_error.as_ref());
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let now = Instant::now().max(due);
+        if self.calls.expire_due(now, &situation, wire) == AfterExpire::CheckLiveness {
+            self.check_liveness(ctx);
+        }
+        self.arm_deadlines(ctx);
     }
 
     fn flush_waiting(&mut self) {

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::actor::messages::*;
+use crate::actor::reply::Forward;
 use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
 use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
@@ -238,25 +239,29 @@ impl Handler<ActorGone> for Supervisor {
     }
 }
 
+impl Supervisor {
+    /// Forwards call `msg` to `server`'s actor, which answers it (see [`Forward`]).
+    fn route<M, T>(&self, server: String, msg: M) -> Forward<M, T> {
+        let addr = self.addr(&server);
+        Forward::new(msg, server, addr)
+    }
+}
+
 impl Handler<Call> for Supervisor {
-    type Result = ResponseFuture<Result<Value, Error>>;
+    type Result = Forward<Call, Value>;
 
     fn handle(&mut self, call: Call, _: &mut Context<Self>) -> Self::Result {
-        let server = call.server.clone();
-        let forwarded = self.forward(&server, call);
-        Box::pin(async move { forwarded.await? })
+        self.route(call.server.clone(), call)
     }
 }
 
 macro_rules! typed_routes {
     ($($t:ident),*) => {$(
         impl Handler<$t> for Supervisor {
-            type Result = ResponseFuture<Result<<$t as TypedCall>::Output, Error>>;
+            type Result = Forward<$t, <$t as TypedCall>::Output>;
 
             fn handle(&mut self, msg: $t, _: &mut Context<Self>) -> Self::Result {
-                let server = msg.server.clone();
-                let forwarded = self.forward(&server, msg);
-                Box::pin(async move { forwarded.await? })
+                self.route(msg.server.clone(), msg)
             }
         }
     )*};

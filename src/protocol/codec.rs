@@ -47,7 +47,7 @@ impl Decoder for LineCodec {
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, Self::Error> {
         loop {
-            let newline = buf[self.scanned..].iter().position(|b| *b == b'\n');
+            let newline = memchr::memchr(b'\n', &buf[self.scanned..]);
             let Some(offset) = newline else {
                 if let Some(dropped) = &mut self.discarding {
                     *dropped += buf.len();

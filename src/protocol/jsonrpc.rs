@@ -2,6 +2,7 @@
 //! parsing one inbound frame into typed items. Pure: no IO.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// JSON-RPC error codes used by this crate.
@@ -79,14 +80,15 @@ impl RpcError {
 }
 
 /// One message received from a server.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Inbound {
     /// A successful response to one of our requests.
     Response {
         /// The id of our request.
         id: Id,
-        /// The result.
-        result: Value,
+        /// The result, as its JSON text: parsed once, by whoever knows what it should be
+        /// (straight into a typed call's output, say), and not before.
+        result: Box<RawValue>,
     },
     /// An error response. `id` is `None` when the server could not tell which request failed.
     Error {
@@ -136,6 +138,11 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
+/// [`present`], for a member kept as its JSON text.
+fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
 #[derive(Deserialize)]
 struct RawMessage {
     #[serde(default, deserialize_with = "present")]
@@ -144,8 +151,8 @@ struct RawMessage {
     method: Option<String>,
     #[serde(default)]
     params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Value>,
+    #[serde(default, deserialize_with = "present_raw")]
+    result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<RpcError>,
 }
@@ -153,17 +160,33 @@ struct RawMessage {
 /// Parses one frame (a line on stdio, a body or SSE event on HTTP) into messages: one, or several
 /// for a JSON-RPC batch.
 pub fn parse_frame(bytes: &[u8]) -> Result<Vec<Inbound>, FrameError> {
+    let mut messages = Vec::new();
+    parse_frame_into(bytes, &mut messages)?;
+    Ok(messages)
+}
+
+/// [`parse_frame`], appending the messages to `out` (a reader's queue): a frame of one
+/// message, the usual, allocates no list of its own. A batch is all or nothing, as there.
+pub(crate) fn parse_frame_into(
+    bytes: &[u8],
+    out: &mut impl Extend<Inbound>,
+) -> Result<(), FrameError> {
     // Straight into the message's fields, without an intermediate `Value` tree: this runs for
     // every message, so one walk over the bytes matters.
     let batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     if batch {
         let raws: Vec<RawMessage> =
             serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
-        raws.into_iter().map(classify).collect()
+        let messages = raws
+            .into_iter()
+            .map(classify)
+            .collect::<Result<Vec<_>, _>>()?;
+        out.extend(messages);
     } else {
         let raw: RawMessage = serde_json::from_slice(bytes).map_err(|e| frame_error(bytes, e))?;
-        classify(raw).map(|m| vec![m])
+        out.extend(std::iter::once(classify(raw)?));
     }
+    Ok(())
 }
 
 /// Tells "not JSON" from "JSON, but not JSON-RPC" (only on the error path).
@@ -240,7 +263,11 @@ struct OutResponse<'a> {
 fn to_line<T: Serialize>(msg: &T) -> Vec<u8> {
     // Serializing our own structs of strings and `Value`s cannot fail (no maps with non-string
     // keys, no failing Serialize impls).
-    let mut line = serde_json::to_vec(msg).unwrap_or_default();
+    // Room for a typical request at once (`to_vec` starts smaller and grows on every call).
+    let mut line = Vec::with_capacity(256);
+    if serde_json::to_writer(&mut line, msg).is_err() {
+        line.clear();
+    }
     line.push(b'\n');
     line
 }
@@ -286,20 +313,18 @@ mod tests {
     #[test]
     fn parses_each_kind() {
         let got = parse_frame(br#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#).unwrap();
-        assert_eq!(
-            got,
-            [Inbound::Response {
-                id: Id::Number(3),
-                result: json!({"a":1})
-            }]
-        );
+        match &got[..] {
+            [Inbound::Response { id, result }] => {
+                assert_eq!(id, &Id::Number(3));
+                let result: Value = serde_json::from_str(result.get()).unwrap();
+                assert_eq!(result, json!({"a":1}));
+            }
+            other => panic!("expected one response, got {other:?}"),
+        }
         let got = parse_frame(br#"{"jsonrpc":"2.0","id":4,"result":null}"#).unwrap();
         assert!(matches!(
             &got[0],
-            Inbound::Response {
-                result: Value::Null,
-                ..
-            }
+            Inbound::Response { result, .. } if result.get() == "null"
         ));
         let got =
             parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)

@@ -5,6 +5,7 @@
 //! A new client is a file here with a `run(&Load)`, a name in [`CLIENTS`] with its [`label`],
 //! and a branch in [`child`]; its figures and ratios go in `report.rs`.
 
+mod one_hop;
 mod ours;
 mod raw;
 mod report;
@@ -22,12 +23,13 @@ pub(crate) use report::report;
 /// Concurrent callers in the throughput run.
 pub(crate) const CALLERS: usize = 64;
 /// The stdio clients, in the order of the first repetition.
-pub(crate) const CLIENTS: [&str; 5] = ["raw", "ours", "ours-sup", "ours-call", "rmcp"];
+pub(crate) const CLIENTS: [&str; 6] = ["raw", "one-hop", "ours", "ours-sup", "ours-call", "rmcp"];
 
 /// How a client is named in the table.
 fn label(client: &str) -> &'static str {
     match client {
         "raw" => "raw (hand-written tokio)",
+        "one-hop" => "one hop: raw behind one actor",
         "ours" => "ours: `CallTool` → `ServerActor`",
         "ours-sup" => "ours: `CallTool` → `Supervisor`",
         "ours-call" => "ours: `Call` → `ServerActor`",
@@ -39,20 +41,26 @@ fn label(client: &str) -> &'static str {
 /// The child's side: one client under `load`; its latencies, throughput and RSS.
 pub(crate) async fn child(client: &str, load: &Load) -> Value {
     let rss_start = rss_kb();
-    let (lat, tput) = match client {
+    let measured = match client {
         "raw" => raw::run(load).await,
+        "one-hop" => one_hop::run(load).await,
         "ours" | "ours-sup" | "ours-call" => ours::run(client, load).await,
         "rmcp" => rmcp_client::run(load).await,
         other => panic!("unknown client {other}"),
     };
     let peak = peak_rss_kb();
+    let lat = &measured.lat;
     json!({
         "client": client,
         "serial_calls": lat.len(),
-        "serial_p50_us": percentile(&lat, 0.5),
-        "serial_p99_us": percentile(&lat, 0.99),
+        "serial_p50_us": percentile(lat, 0.5),
+        "serial_p99_us": percentile(lat, 0.99),
         "serial_mean_us": lat.iter().sum::<f64>() / lat.len().max(1) as f64,
-        "concurrent_calls_per_s": tput,
+        "concurrent_calls_per_s": measured.tput,
+        "serial_cpu_us_per_call": measured.serial.cpu_us,
+        "serial_writes_per_call": measured.serial.writes,
+        "concurrent_cpu_us_per_call": measured.concurrent.cpu_us,
+        "concurrent_writes_per_call": measured.concurrent.writes,
         "rss_start_kb": rss_start,
         "rss_peak_kb": peak,
     })

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use crate::echo::{check_raw_result, check_result, ECHO_BIN, TEXT};
 use crate::supervised::supervise_one;
-use crate::workload::Load;
+use crate::workload::{Load, Measured};
 
 /// Latencies and throughput of `client` (`ours`, `ours-sup` or `ours-call`) under `load`.
-pub(super) async fn run(client: &str, load: &Load) -> (Vec<f64>, f64) {
+pub(super) async fn run(client: &str, load: &Load) -> Measured {
     let (sup, addr) = supervise_one(ServerConfig::stdio("echo", ECHO_BIN)).await;
     let out = match client {
         "ours" => {

@@ -12,10 +12,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
 
 use crate::echo::{check_raw_result, EchoParams, RawRequest, RawResponse, ECHO_BIN};
-use crate::workload::Load;
+use crate::workload::{Load, Measured};
 
 /// Latencies and throughput of the raw client under `load`.
-pub(super) async fn run(load: &Load) -> (Vec<f64>, f64) {
+pub(super) async fn run(load: &Load) -> Measured {
     let raw = Rc::new(RawClient::start().await);
     let call = move || {
         let raw = raw.clone();
@@ -27,7 +27,7 @@ pub(super) async fn run(load: &Load) -> (Vec<f64>, f64) {
 /// The practical limit of JSON-RPC over a pipe: serialize each request with serde_json into
 /// one buffer, one writer task that writes whatever is buffered in one syscall, one reader
 /// task that parses each line and hands it to its caller through a oneshot channel.
-struct RawClient {
+pub(super) struct RawClient {
     out: Rc<RefCell<Vec<u8>>>,
     wake: Rc<Notify>,
     pending: Rc<RefCell<HashMap<u64, oneshot::Sender<RawResponse>>>>,
@@ -36,7 +36,7 @@ struct RawClient {
 }
 
 impl RawClient {
-    async fn start() -> RawClient {
+    pub(super) async fn start() -> RawClient {
         let mut child = tokio::process::Command::new(ECHO_BIN)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -129,9 +129,18 @@ impl RawClient {
         rx.await.expect("the echo server went away")
     }
 
-    async fn echo(&self) {
-        let response = self.request("tools/call", EchoParams::echo()).await;
-        assert!(response.error.is_none(), "echo failed");
-        check_raw_result(response.result.as_ref());
+    /// One echo call, its answer unchecked.
+    pub(super) async fn echo_call(&self) -> RawResponse {
+        self.request("tools/call", EchoParams::echo()).await
     }
+
+    async fn echo(&self) {
+        check_echo(&self.echo_call().await);
+    }
+}
+
+/// Checks a raw client's answer to an echo call.
+pub(super) fn check_echo(response: &RawResponse) {
+    assert!(response.error.is_none(), "echo failed");
+    check_raw_result(response.result.as_ref());
 }

@@ -9,10 +9,10 @@ use rmcp::ServiceExt;
 use serde_json::json;
 
 use crate::echo::{check_result, ECHO_BIN, TEXT};
-use crate::workload::Load;
+use crate::workload::{Load, Measured};
 
 /// Latencies and throughput of rmcp's client under `load`.
-pub(super) async fn run(load: &Load) -> (Vec<f64>, f64) {
+pub(super) async fn run(load: &Load) -> Measured {
     let transport = TokioChildProcess::new(tokio::process::Command::new(ECHO_BIN))
         .expect("spawn the echo server for rmcp");
     let client = Arc::new(().serve(transport).await.expect("rmcp initialize"));

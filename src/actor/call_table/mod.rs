@@ -7,18 +7,23 @@
 //! knows (the connection's [`Wire`], its [`Situation`], the time) and does what a method
 //! returns it must do next (e.g. [`AfterExpire::CheckLiveness`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use crate::actor::calls::{CallEntry, Receipt};
+use crate::actor::calls::CallEntry;
 use crate::actor::messages::Call;
+use crate::actor::reply::{self, Answer, Payload, Slot};
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
+mod deadlines;
 mod input_rounds;
 use crate::config::Settings;
 use crate::error::Error;
@@ -59,6 +64,23 @@ pub(crate) enum AfterExpire {
     CheckLiveness,
 }
 
+/// The hasher of the maps keyed by request id: only our own ids are ever inserted (an id a
+/// server sends is only looked up), so the map needs no defence against chosen keys beyond
+/// foldhash's per-process seed, and the SipHash default costs more than the rest of a lookup.
+type IdHash = foldhash::fast::RandomState;
+
+/// The caller's side of a call [started](CallTable::start) with a channel of its own.
+pub(crate) struct Receipt {
+    /// The call's key: the id of its first request, and its progress token.
+    #[cfg_attr(not(test), allow(dead_code))] // The actor's own calls need only the answer.
+    pub id: u64,
+    /// The raw result, or the error.
+    pub rx: oneshot::Receiver<Result<Value, Error>>,
+    /// When it is answered at the latest (unless progress moves it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub deadline: Instant,
+}
+
 /// The calls in flight or waiting of one server.
 pub(crate) struct CallTable {
     server: Arc<str>,
@@ -68,12 +90,16 @@ pub(crate) struct CallTable {
     trusted: bool,
     /// Every call, by its key: the id of its first request, which its caller's receipt and its
     /// progress token carry for the call's whole life.
-    calls: HashMap<u64, CallEntry>,
-    /// The written calls by the id of their latest request (which differs from the key once a
-    /// call was written again): what answers and transport events name.
-    by_wire: HashMap<u64, u64>,
+    calls: HashMap<u64, CallEntry, IdHash>,
+    /// Written calls whose latest request id is not their key (written again), by that id. A
+    /// call on its first write is found by its key, its id; either way an answer matches a
+    /// call only if it names the call's latest request.
+    by_wire: HashMap<u64, u64, IdHash>,
     /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
+    /// The calls' deadlines, earliest first, for the actor's one timer (see [`deadlines`]):
+    /// stale items (call gone, deadline moved) are skipped, and swept out past 2 × calls + 64.
+    deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Shared with the handshake of every connection (see [`RequestIds`]).
     ids: RequestIds,
     /// What happened to calls; the actor adds its own counts when it reports.
@@ -89,9 +115,10 @@ impl CallTable {
             call_timeout: settings.call_timeout,
             max_in_flight: settings.max_in_flight,
             trusted: settings.trusted,
-            calls: HashMap::new(),
-            by_wire: HashMap::new(),
+            calls: HashMap::default(),
+            by_wire: HashMap::default(),
             waiting: VecDeque::new(),
+            deadlines: BinaryHeap::new(),
             ids,
             counters: Counters::default(),
         }
@@ -107,9 +134,9 @@ impl CallTable {
         &self.counters
     }
 
-    /// Registers a call and returns its caller's side: written at once if the server is Ready
-    /// and no older call waits, queued otherwise. Refused when the call is for another server,
-    /// the server is failed or stopped, or `max_in_flight` calls are already in the table.
+    /// Registers a call and returns its caller's side (a channel of the raw result): written at
+    /// once if the server is Ready and no older call waits, queued otherwise. Refused as
+    /// [`admit`](Self::admit) says.
     pub fn start(
         &mut self,
         call: Call,
@@ -117,9 +144,19 @@ impl CallTable {
         wire: Option<&Wire>,
         now: Instant,
     ) -> Result<Receipt, Error> {
+        self.admit(&call, situation)?;
+        let (tx, rx) = oneshot::channel();
+        let id = self.open(call, Slot::to(tx, reply::raw, "Call"), situation, wire, now);
+        let deadline = self.deadline_of(id).unwrap_or(now);
+        Ok(Receipt { id, rx, deadline })
+    }
+
+    /// Whether the table takes `call` now: not when it is for another server, the server is
+    /// failed or stopped, or `max_in_flight` calls are already in the table.
+    pub fn admit(&self, call: &Call, situation: &Situation) -> Result<(), Error> {
         if call.server != *self.server {
             return Err(Error::ServerNotFound {
-                server: call.server,
+                server: call.server.clone(),
             });
         }
         match situation.state {
@@ -146,8 +183,22 @@ impl CallTable {
                 retry_after: None,
             });
         }
+        Ok(())
+    }
+
+    /// Registers an [admitted](Self::admit) call, answered on `reply`, and returns its key:
+    /// written at once if the server is Ready and no older call waits, queued otherwise.
+    pub fn open(
+        &mut self,
+        call: Call,
+        reply: Rc<dyn Answer>,
+        situation: &Situation,
+        wire: Option<&Wire>,
+        now: Instant,
+    ) -> u64 {
         let id = self.ids.next();
-        let (entry, receipt) = CallEntry::open(&self.server, id, call, self.call_timeout, now);
+        let entry = CallEntry::open(&self.server, id, call, reply, self.call_timeout, now);
+        self.push_deadline(entry.deadline, id);
         self.calls.insert(id, entry);
         if situation.state.is_ready() && self.waiting.is_empty() {
             self.write(id, wire);
@@ -155,7 +206,7 @@ impl CallTable {
             self.waiting.push_back(id);
             self.flush(situation, wire);
         }
-        Ok(receipt)
+        id
     }
 
     fn write(&mut self, key: u64, wire: Option<&Wire>) {
@@ -179,19 +230,23 @@ impl CallTable {
             return;
         };
         if !entry.fresh {
-            self.by_wire.remove(&entry.wire_id);
+            if entry.wire_id != key {
+                self.by_wire.remove(&entry.wire_id);
+            }
             entry.wire_id = self.ids.next();
         }
         entry.fresh = false;
         entry.sent = true;
-        self.by_wire.insert(entry.wire_id, key);
+        if entry.wire_id != key {
+            self.by_wire.insert(entry.wire_id, key);
+        }
         wire.request(entry.wire_id, &entry.method, entry.params.as_ref());
     }
 
     /// Takes call `key` out of the table, with its request id.
     fn remove(&mut self, key: u64) -> Option<CallEntry> {
         let entry = self.calls.remove(&key)?;
-        if entry.sent {
+        if entry.sent && entry.wire_id != key {
             self.by_wire.remove(&entry.wire_id);
         }
         Some(entry)
@@ -199,15 +254,17 @@ impl CallTable {
 
     /// The call that request `wire_id` belongs to, if it is written and unanswered.
     fn written(&self, wire_id: u64) -> Option<u64> {
-        let key = *self.by_wire.get(&wire_id)?;
-        self.calls.get(&key).filter(|c| c.sent)?;
+        let key = self.by_wire.get(&wire_id).copied().unwrap_or(wire_id);
+        self.calls
+            .get(&key)
+            .filter(|c| c.sent && c.wire_id == wire_id)?;
         Some(key)
     }
 
     /// Call `key` is no longer written on the current connection.
     fn mark_unsent(&mut self, key: u64) {
         if let Some(entry) = self.calls.get_mut(&key) {
-            if entry.sent {
+            if entry.sent && entry.wire_id != key {
                 self.by_wire.remove(&entry.wire_id);
             }
             entry.sent = false;
@@ -292,9 +349,9 @@ impl CallTable {
     }
 
     /// The server answered request `id` with `result`.
-    pub fn on_response(&mut self, id: &Id, result: Value) {
+    pub fn on_response(&mut self, id: &Id, result: impl Into<Payload>) {
         match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
-            Some(key) => self.finish(key, Ok(result)),
+            Some(key) => self.finish(key, Ok(result.into())),
             None => {
                 self.counters.unknown_responses += 1;
                 tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
@@ -327,7 +384,7 @@ impl CallTable {
         }
     }
 
-    fn finish(&mut self, id: u64, outcome: Result<Value, Error>) {
+    fn finish(&mut self, id: u64, outcome: Result<Payload, Error>) {
         let Some(entry) = self.remove(id) else {
             self.counters.unknown_responses += 1;
             tracing::debug!(server = %self.server, id, "response to no call in flight; ignored");
@@ -342,63 +399,21 @@ impl CallTable {
     }
 
     /// Routes a `notifications/progress` to its call: the token is our request id (see
-    /// [`CallEntry::open`]).
-    pub fn on_progress(&self, params: &Value, now: Instant) {
+    /// [`CallEntry::open`]). The call's deadline may move later (never earlier, so the actor's
+    /// timer needs no change: it finds the new deadline when it fires).
+    pub fn on_progress(&mut self, params: &Value, now: Instant) {
         let token = params.get("progressToken");
         let id = token.and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()));
-        match id.and_then(|id| self.calls.get(&id)) {
-            Some(entry) => entry.on_progress(&self.server, params, now),
+        match id.and_then(|id| Some((id, self.calls.get_mut(&id)?))) {
+            Some((id, entry)) => {
+                if let Some(moved) = entry.on_progress(&self.server, params, now) {
+                    self.push_deadline(moved, id);
+                }
+            }
             None => {
                 tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight")
             }
         }
-    }
-
-    /// Call `id`'s deadline passed: its caller is answered now. A written call is also
-    /// cancelled on the server (through `wire`, if the connection is still there), and the
-    /// actor is told to check the connection.
-    pub fn expire(&mut self, id: u64, situation: &Situation, wire: Option<&Wire>) -> AfterExpire {
-        let Some(entry) = self.remove(id) else {
-            return AfterExpire::Nothing;
-        };
-        if entry.held {
-            // Waiting for the application's answers to the server's questions: the server
-            // holds nothing for it, so there is nothing to cancel or check.
-            self.counters.calls_timed_out += 1;
-            let error = Error::Timeout {
-                server: self.server.to_string(),
-                method: entry.method.clone(),
-                timeout: entry.timeout,
-            };
-            entry.answer(Err(error));
-            return AfterExpire::Nothing;
-        }
-        if !entry.sent {
-            self.waiting.retain(|w| *w != id);
-            self.counters.calls_failed += 1;
-            let error = self.unanswered_error(
-                &entry,
-                "its deadline passed before it could be re-sent",
-                situation,
-            );
-            entry.answer(Err(error));
-            return AfterExpire::Nothing;
-        }
-        self.counters.calls_timed_out += 1;
-        let wire_id = entry.wire_id;
-        let method = entry.method.clone();
-        let timeout = entry.timeout;
-        entry.answer(Err(Error::Timeout {
-            server: self.server.to_string(),
-            method: method.clone(),
-            timeout,
-        }));
-        tracing::warn!(server = %self.server, method = %method, id, "call timed out; cancelling it on the server");
-        if let Some(wire) = wire {
-            wire.cancel(wire_id, "timed out");
-            self.counters.cancellations_sent += 1;
-        }
-        AfterExpire::CheckLiveness
     }
 
     /// Decides, call by call, what happens to the calls written on a connection that is going
@@ -418,10 +433,7 @@ impl CallTable {
             let Some(entry) = self.calls.get_mut(&id) else {
                 continue;
             };
-            let hints = entry
-                .tool
-                .as_deref()
-                .and_then(|name| tool_hints(tools, name));
+            let hints = entry.tool().and_then(|name| tool_hints(tools, name));
             let verdict =
                 after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
             if verdict == AfterDisconnect::Resend {
@@ -919,17 +931,85 @@ mod tests {
         assert_eq!(sent["params"]["_meta"]["progressToken"], json!(receipt.id));
         assert_eq!(receipt.deadline, now + Duration::from_secs(10));
 
-        let moved = receipt.moved_deadline.as_ref().unwrap();
         let token = receipt.id.to_string(); // a string token is ours too
         calls.on_progress(
             &json!({ "progressToken": token, "progress": 1 }),
             now + Duration::from_secs(2),
         );
-        assert_eq!(*moved.borrow(), now + Duration::from_secs(12));
+        assert_eq!(
+            calls.deadline_of(receipt.id),
+            Some(now + Duration::from_secs(12))
+        );
         calls.on_progress(
             &json!({ "progressToken": receipt.id, "progress": 2 }),
             now + Duration::from_secs(8),
         );
-        assert_eq!(*moved.borrow(), now + Duration::from_secs(15));
+        assert_eq!(
+            calls.deadline_of(receipt.id),
+            Some(now + Duration::from_secs(15))
+        );
+        // The one timer finds the moved deadline: nothing is due at the first one.
+        assert_eq!(calls.next_deadline(), Some(now + Duration::from_secs(15)));
+        let ready = ServerState::Ready;
+        let due = calls.expire_due(now + Duration::from_secs(10), &at(&ready), Some(&out));
+        assert_eq!(due, AfterExpire::Nothing);
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn one_deadline_structure_expires_exactly_the_calls_that_are_due() {
+        let mut calls = table(Settings::default());
+        let (out, mut rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        let secs = Duration::from_secs;
+        let start = |calls: &mut CallTable, timeout| {
+            calls
+                .start(
+                    method("tools/list").timeout(timeout),
+                    &at(&ready),
+                    Some(&out),
+                    now,
+                )
+                .unwrap()
+        };
+        let mut late = start(&mut calls, secs(30));
+        let mut soon = start(&mut calls, secs(5));
+        let mut answered = start(&mut calls, secs(1));
+        calls.on_response(&Id::Number(answered.id as i64), json!({}));
+        assert!(answer(&mut answered).unwrap().is_ok());
+        written(&mut rx);
+        // The answered call's deadline is stale: the earliest is the 5 s one.
+        assert_eq!(calls.next_deadline(), Some(now + secs(5)));
+        assert_eq!(
+            calls.expire_due(now + secs(4), &at(&ready), Some(&out)),
+            AfterExpire::Nothing
+        );
+        assert!(answer(&mut soon).is_none());
+        assert_eq!(
+            calls.expire_due(now + secs(5), &at(&ready), Some(&out)),
+            AfterExpire::CheckLiveness
+        );
+        assert_eq!(error_kind(&mut soon), Some(ErrorKind::Timeout));
+        assert!(answer(&mut late).is_none());
+        assert_eq!(calls.next_deadline(), Some(now + secs(30)));
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[test]
+    fn the_deadline_structure_stays_bounded_by_the_calls_in_it() {
+        let mut calls = table(Settings::default());
+        let (out, _rx) = wire();
+        let ready = ServerState::Ready;
+        let now = Instant::now();
+        for _ in 0..10_000 {
+            let receipt = calls
+                .start(method("ping"), &at(&ready), Some(&out), now)
+                .unwrap();
+            calls.on_response(&Id::Number(receipt.id as i64), json!({}));
+        }
+        assert_eq!(calls.len(), 0);
+        assert!(calls.deadlines.len() <= 65, "{}", calls.deadlines.len());
+        assert_eq!(calls.next_deadline(), None);
     }
 }

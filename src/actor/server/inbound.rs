@@ -27,14 +27,16 @@ impl ServerActor {
                 error,
             } if self.is_listen(&id) => self.on_listen_end(&id, Err(error), ctx),
             Inbound::Response { id, result } => {
-                if self
+                let modern = self
                     .live
                     .as_ref()
-                    .is_some_and(|l| l.wire.era() == Era::Modern)
-                {
-                    self.on_modern_response(&id, result, ctx);
-                } else {
-                    self.calls.on_response(&id, result);
+                    .is_some_and(|l| l.wire.era() == Era::Modern);
+                // A modern result is looked into (does it ask for input?); a legacy one goes
+                // to its caller as it came, parsed there once into what the caller wants.
+                match modern.then(|| serde_json::from_str::<Value>(result.get())) {
+                    Some(Ok(parsed)) => self.on_modern_response(&id, parsed, ctx),
+                    // Not parsed: the call is answered with why, as any unparsable result.
+                    Some(Err(_)) | None => self.calls.on_response(&id, result),
                 }
             }
             Inbound::Error {

@@ -18,7 +18,7 @@ use super::writer::Backlog;
 use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
-use crate::protocol::jsonrpc::{parse_frame, Inbound};
+use crate::protocol::jsonrpc::{parse_frame_into, Inbound};
 use crate::protocol::text::{server_bytes, server_text};
 use crate::transport::{SkipCounters, TransportEvent};
 
@@ -94,8 +94,9 @@ impl Reader {
                 }
             };
             match line {
-                Some(Ok(Line::Complete(bytes))) => match parse_frame(&bytes) {
-                    Ok(messages) => self.queued.extend(messages),
+                Some(Ok(Line::Complete(bytes))) => match parse_frame_into(&bytes, &mut self.queued)
+                {
+                    Ok(()) => {}
                     Err(e) => {
                         self.skips.non_json.fetch_add(1, Ordering::Relaxed);
                         crate::telemetry::message_skipped(&self.server, "non_json");
