@@ -110,6 +110,7 @@
 #![warn(missing_docs)]
 
 pub mod actor;
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod policy;

@@ -27,6 +27,9 @@ pub struct HttpConfig {
     /// Headers sent with every request, e.g. `Authorization`. Their values never appear in logs
     /// or `Debug` output.
     pub headers: BTreeMap<String, String>,
+    /// OAuth authorization (MCP's authorization profile), if the server needs it (boxed:
+    /// most servers have none).
+    pub oauth: Option<Box<super::OAuthConfig>>,
 }
 
 // Header values are credentials more often than not: Debug shows their names only, and the
@@ -36,6 +39,7 @@ impl fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("url", &redact_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("oauth", &self.oauth)
             .finish()
     }
 }

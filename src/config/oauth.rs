@@ -1,0 +1,262 @@
+//! [`OAuthConfig`]: how a server behind MCP's authorization profile is authorized — the
+//! client identity to use (pre-registered credentials, a Client ID Metadata Document, or
+//! Dynamic Client Registration), the grant (client credentials for a headless service, the
+//! authorization code through the application's [`Authorizer`]), and where tokens are kept.
+//!
+//! Its own room because it holds secrets: `Debug` shows which credentials are set, never
+//! their values (they are [`Secret`]s).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{Authorizer, MemoryTokenStore, Secret, TokenStore};
+
+/// How a server's OAuth authorization is obtained (see [`ServerConfig::oauth`](crate::ServerConfig::oauth)).
+///
+/// A service with credentials of its own (the `client_credentials` grant of the
+/// `io.modelcontextprotocol/oauth-client-credentials` extension):
+///
+/// ```
+/// use mcp_supervisor::config::OAuthConfig;
+/// use mcp_supervisor::ServerConfig;
+///
+/// let server = ServerConfig::http("crm", "https://mcp.example.com/mcp")
+///     .oauth(OAuthConfig::client_credentials("my-service", "s3cret"));
+/// assert!(!format!("{server:?}").contains("s3cret"));
+/// ```
+///
+/// On behalf of a user (authorization code with PKCE), with a pre-registered client id, a
+/// Client ID Metadata Document, or else Dynamic Client Registration:
+///
+/// ```
+/// # use mcp_supervisor::auth::{AuthorizationRequest, AuthorizeFuture, Authorizer};
+/// # struct MyCallbackRoute;
+/// # impl Authorizer for MyCallbackRoute {
+/// #     fn authorize(&self, _: AuthorizationRequest) -> AuthorizeFuture { Box::pin(async { Err("x".into()) }) }
+/// # }
+/// use mcp_supervisor::config::OAuthConfig;
+///
+/// let oauth = OAuthConfig::authorization_code(MyCallbackRoute)
+///     .client_metadata_url("https://app.example.com/oauth/client.json")
+///     .redirect_uri("https://app.example.com/oauth/callback");
+/// ```
+#[derive(Clone)]
+pub struct OAuthConfig {
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<Secret>,
+    pub(crate) private_key: Option<Secret>,
+    pub(crate) signing_algorithm: Option<String>,
+    pub(crate) auth_method: Option<String>,
+    pub(crate) issuer: Option<String>,
+    pub(crate) client_credentials: bool,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) redirect_uri: String,
+    pub(crate) client_name: String,
+    pub(crate) application_type: String,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) store: Arc<dyn TokenStore>,
+    pub(crate) authorize_timeout: Duration,
+}
+
+/// The redirect URI used when none is configured (a loopback callback, as native apps use).
+pub const DEFAULT_REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+impl OAuthConfig {
+    fn empty() -> Self {
+        OAuthConfig {
+            client_id: None,
+            client_secret: None,
+            private_key: None,
+            signing_algorithm: None,
+            auth_method: None,
+            issuer: None,
+            client_credentials: false,
+            client_metadata_url: None,
+            redirect_uri: DEFAULT_REDIRECT_URI.to_owned(),
+            client_name: "mcp-supervisor".to_owned(),
+            application_type: "native".to_owned(),
+            authorizer: None,
+            store: Arc::new(MemoryTokenStore::default()),
+            authorize_timeout: Duration::from_secs(600),
+        }
+    }
+
+    /// The `client_credentials` grant with a client secret (sent as `client_secret_basic`,
+    /// or `client_secret_post` when that is all the server takes).
+    pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<Secret>) -> Self {
+        OAuthConfig {
+            client_id: Some(client_id.into()),
+            client_secret: Some(secret.into()),
+            client_credentials: true,
+            ..Self::empty()
+        }
+    }
+
+    /// The `client_credentials` grant authenticated with `private_key_jwt` (RFC 7523): a
+    /// PKCS#8 PEM private key (EC P-256 for `ES256`, the default, or RSA for `RS256`).
+    pub fn client_credentials_jwt(
+        client_id: impl Into<String>,
+        private_key_pem: impl Into<Secret>,
+    ) -> Self {
+        OAuthConfig {
+            client_id: Some(client_id.into()),
+            private_key: Some(private_key_pem.into()),
+            auth_method: Some("private_key_jwt".to_owned()),
+            client_credentials: true,
+            ..Self::empty()
+        }
+    }
+
+    /// The authorization code grant with PKCE, the user-facing part done by `authorizer`.
+    pub fn authorization_code(authorizer: impl Authorizer) -> Self {
+        OAuthConfig {
+            authorizer: Some(Arc::new(authorizer)),
+            ..Self::empty()
+        }
+    }
+
+    /// Authorization with the tokens the store holds only (e.g. put there by `mcpctl login`):
+    /// when they are refused and cannot be refreshed, the server needs authorization.
+    pub fn stored_tokens(store: Arc<dyn TokenStore>) -> Self {
+        OAuthConfig {
+            store,
+            ..Self::empty()
+        }
+    }
+
+    /// A pre-registered client id (used before CIMD and DCR).
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// The pre-registered client's secret.
+    pub fn client_secret(mut self, secret: impl Into<Secret>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The issuer the pre-registered credentials belong to: they are never sent to another
+    /// authorization server.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// The JWS algorithm of `private_key_jwt` assertions: `ES256` (default) or `RS256`.
+    pub fn signing_algorithm(mut self, algorithm: impl Into<String>) -> Self {
+        self.signing_algorithm = Some(algorithm.into());
+        self
+    }
+
+    /// The token endpoint authentication method to prefer (`client_secret_basic`,
+    /// `client_secret_post`, `none`, `private_key_jwt`), if the server lists it.
+    pub fn auth_method(mut self, method: impl Into<String>) -> Self {
+        self.auth_method = Some(method.into());
+        self
+    }
+
+    /// The HTTPS URL of this client's Client ID Metadata Document, used as `client_id` where
+    /// the authorization server supports them.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Where the authorization server redirects after the user's consent (default
+    /// [`DEFAULT_REDIRECT_URI`]).
+    pub fn redirect_uri(mut self, uri: impl Into<String>) -> Self {
+        self.redirect_uri = uri.into();
+        self
+    }
+
+    /// A loopback redirect on this port: `http://localhost:{port}/callback` (Claude Code's
+    /// `callbackPort`).
+    pub fn callback_port(self, port: u16) -> Self {
+        self.redirect_uri(format!("http://localhost:{port}/callback"))
+    }
+
+    /// The `client_name` of a dynamic registration.
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The `application_type` of a dynamic registration: `native` (default: desktop, CLI,
+    /// loopback redirects) or `web`.
+    pub fn application_type(mut self, kind: impl Into<String>) -> Self {
+        self.application_type = kind.into();
+        self
+    }
+
+    /// The user-facing part of the authorization code grant.
+    pub fn authorizer(mut self, authorizer: impl Authorizer) -> Self {
+        self.authorizer = Some(Arc::new(authorizer));
+        self
+    }
+
+    /// Where tokens and registrations are kept (default: a [`MemoryTokenStore`] of this
+    /// configuration; share one `Arc` between configurations to share tokens).
+    pub fn store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// How long the [`Authorizer`] may take (default 10 minutes).
+    pub fn authorize_timeout(mut self, timeout: Duration) -> Self {
+        self.authorize_timeout = timeout;
+        self
+    }
+
+    /// The token store.
+    pub fn token_store(&self) -> &Arc<dyn TokenStore> {
+        &self.store
+    }
+}
+
+// The same configuration: the same settings, the same authorizer and store objects.
+impl PartialEq for OAuthConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.client_id == other.client_id
+            && self.client_secret == other.client_secret
+            && self.private_key == other.private_key
+            && self.signing_algorithm == other.signing_algorithm
+            && self.auth_method == other.auth_method
+            && self.issuer == other.issuer
+            && self.client_credentials == other.client_credentials
+            && self.client_metadata_url == other.client_metadata_url
+            && self.redirect_uri == other.redirect_uri
+            && self.client_name == other.client_name
+            && self.application_type == other.application_type
+            && match (&self.authorizer, &other.authorizer) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+            && Arc::ptr_eq(&self.store, &other.store)
+            && self.authorize_timeout == other.authorize_timeout
+    }
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = if self.client_credentials {
+            "client_credentials"
+        } else if self.authorizer.is_some() {
+            "authorization_code"
+        } else {
+            "stored tokens"
+        };
+        f.debug_struct("OAuthConfig")
+            .field("grant", &grant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("private_key", &self.private_key)
+            .field("auth_method", &self.auth_method)
+            .field("issuer", &self.issuer)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
+}
