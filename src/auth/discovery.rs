@@ -6,8 +6,9 @@
 //! found; its `resource` bound to the server (RFC 9728 §3.3); the first of its
 //! `authorization_servers`; that issuer's metadata at its well-known URLs in order, its
 //! `issuer` echoed exactly. A server without any protected resource metadata is a 2025-03-26
-//! one: its authorization server is its origin, whose metadata may be absent too, and then
-//! `/authorize`, `/token` and `/register` at the origin are used.
+//! one: its authorization server is at its origin (metadata naming an issuer of that origin
+//! is accepted), whose metadata may be absent too, and then `/authorize`, `/token` and
+//! `/register` at the origin are used.
 
 use url::Url;
 
@@ -95,10 +96,16 @@ async fn legacy(http: &awc::Client, server: &Url, raw: &str) -> Result<Found, St
     if let Some(doc) = get_json(http, &url).await? {
         let metadata: ServerMetadata = serde_json::from_value(doc)
             .map_err(|e| format!("the authorization server metadata is invalid: {e}"))?;
-        check_server(&origin, &metadata)?;
+        // 2025-03-26 put the metadata at the server's origin without saying what its issuer
+        // is; servers of that time name the origin or a path under it (the 0.1.16 suite:
+        // `<origin>/oauth`). One of the server's own origin is accepted here, and only here.
+        let issuer = metadata.issuer.clone();
+        let same_origin =
+            url::Url::parse(&issuer).is_ok_and(|u| u.origin().ascii_serialization() == origin);
+        check_server(if same_origin { &issuer } else { &origin }, &metadata)?;
         return Ok(Found {
             resource,
-            issuer: origin,
+            issuer,
             metadata,
             resource_scopes: None,
             no_metadata: false,

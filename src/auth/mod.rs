@@ -24,7 +24,8 @@
 //!   `none`, `private_key_jwt`);
 //! - `authorizer`: the application's [`Authorizer`], PKCE, and the `state`/`iss` checks;
 //! - `flow`: one authorization (client credentials or authorization code) and scope choice;
-//! - `store`: [`TokenStore`] and [`MemoryTokenStore`];
+//! - `store`: [`TokenStore`] and [`MemoryTokenStore`]; `file_store`: [`FileTokenStore`], a
+//!   `0600` file for command-line tools;
 //! - `provider`: what the transport asks (the header) and tells (`401`, `403`): refresh
 //!   ahead of expiry and on a `401`, step-up, the authorization-required verdict;
 //! - `http`: the bounded HTTP exchanges of all of the above.
@@ -32,6 +33,7 @@
 mod authorizer;
 pub(crate) mod challenge;
 mod discovery;
+mod file_store;
 mod flow;
 mod grant;
 mod http;
@@ -42,5 +44,7 @@ mod secret;
 mod store;
 
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
+pub use file_store::FileTokenStore;
+pub(crate) use metadata::require_secure;
 pub use secret::Secret;
 pub use store::{MemoryTokenStore, Registration, TokenStore, Tokens};

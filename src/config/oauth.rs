@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::{Authorizer, MemoryTokenStore, Secret, TokenStore};
+use crate::error::Error;
 
 /// How a server's OAuth authorization is obtained (see [`ServerConfig::oauth`](crate::ServerConfig::oauth)).
 ///
@@ -215,6 +216,68 @@ impl OAuthConfig {
     }
 }
 
+impl OAuthConfig {
+    /// The checks [`ServerConfig::validate`](crate::ServerConfig::validate) makes; fields are
+    /// named `oauth.*`, values never shown (they may be secrets).
+    pub(crate) fn validate(&self, server: Option<&str>) -> Result<(), Error> {
+        let error =
+            |field: &str, message: &str| Error::config(server, format!("oauth.{field}"), message);
+        if self.client_credentials {
+            if self
+                .client_id
+                .as_deref()
+                .is_none_or(|id| id.trim().is_empty())
+            {
+                return Err(error(
+                    "client_id",
+                    "the client credentials grant needs a client id",
+                ));
+            }
+            if self.client_secret.is_none() && self.private_key.is_none() {
+                return Err(error(
+                    "client_secret",
+                    "the client credentials grant needs a client secret or a private key",
+                ));
+            }
+        }
+        if let Some(key) = &self.private_key {
+            let pem = key.expose().as_bytes();
+            let parsed = match self.signing_algorithm.as_deref().unwrap_or("ES256") {
+                "ES256" => jsonwebtoken::EncodingKey::from_ec_pem(pem).is_ok(),
+                "RS256" => jsonwebtoken::EncodingKey::from_rsa_pem(pem).is_ok(),
+                _ => return Err(error("signing_algorithm", "expected ES256 or RS256")),
+            };
+            if !parsed {
+                return Err(error(
+                    "private_key",
+                    "not a PKCS#8 PEM private key of the signing algorithm (an EC key must \
+                     include its public key)",
+                ));
+            }
+        }
+        if let Some(url) = &self.client_metadata_url {
+            let ok = url::Url::parse(url)
+                .is_ok_and(|u| u.scheme() == "https" && u.path() != "/" && !u.path().is_empty());
+            if !ok {
+                return Err(error(
+                    "client_metadata_url",
+                    "a Client ID Metadata Document URL must be https:// with a path",
+                ));
+            }
+        }
+        if crate::auth::require_secure(&self.redirect_uri).is_err() {
+            return Err(error(
+                "redirect_uri",
+                "must be an https:// URL, or http:// to a loopback host",
+            ));
+        }
+        if !matches!(self.application_type.as_str(), "native" | "web") {
+            return Err(error("application_type", "expected \"native\" or \"web\""));
+        }
+        Ok(())
+    }
+}
+
 // The same configuration: the same settings, the same authorizer and store objects.
 impl PartialEq for OAuthConfig {
     fn eq(&self, other: &Self) -> bool {
@@ -258,5 +321,50 @@ impl fmt::Debug for OAuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("redirect_uri", &self.redirect_uri)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ServerConfig;
+
+    fn check(config: OAuthConfig) -> Result<(), Error> {
+        ServerConfig::http("s", "https://mcp.example.com/mcp")
+            .oauth(config)
+            .validate()
+    }
+
+    #[test]
+    fn validation_names_the_field_and_never_the_secret() {
+        assert!(check(OAuthConfig::client_credentials("svc", "s3cret-XYZ")).is_ok());
+        let e = check(OAuthConfig::client_credentials("", "s3cret-XYZ")).unwrap_err();
+        assert!(e.to_string().contains("oauth.client_id"), "{e}");
+        let e = check(OAuthConfig::client_credentials_jwt("svc", "not a key XYZ")).unwrap_err();
+        assert!(e.to_string().contains("oauth.private_key"), "{e}");
+        assert!(!e.to_string().contains("XYZ"));
+        let bad = OAuthConfig::client_credentials("svc", "x")
+            .client_metadata_url("http://a.example/c.json");
+        assert!(check(bad).is_err());
+        let bad =
+            OAuthConfig::client_credentials("svc", "x").client_metadata_url("https://a.example/");
+        assert!(check(bad).is_err());
+        let bad = OAuthConfig::client_credentials("svc", "x").redirect_uri("http://app.example/cb");
+        assert!(check(bad).is_err());
+        let ok = OAuthConfig::client_credentials("svc", "x").redirect_uri("http://127.0.0.1:9/cb");
+        assert!(check(ok).is_ok());
+        let both = ServerConfig::http("s", "https://mcp.example.com/mcp")
+            .bearer_token("t")
+            .oauth(OAuthConfig::client_credentials("svc", "x"));
+        assert!(both
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("Authorization header"));
+        let stdio =
+            ServerConfig::stdio("s", "x").oauth(OAuthConfig::client_credentials("svc", "x"));
+        assert!(stdio.validate().is_err());
+        let shown = format!("{:?}", OAuthConfig::client_credentials("svc", "s3cret-XYZ"));
+        assert!(!shown.contains("XYZ"), "{shown}");
     }
 }

@@ -112,6 +112,23 @@ impl ServerConfig {
         self
     }
 
+    /// Sets the [`Authorizer`](crate::auth::Authorizer) of this server's OAuth configuration
+    /// (one loaded from an `mcpServers` file has none), or authorizes with the authorization
+    /// code grant through it if the server had no OAuth configuration (HTTP only).
+    pub fn oauth_authorizer(mut self, authorizer: impl crate::auth::Authorizer) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => {
+                let oauth = match http.oauth.take() {
+                    Some(oauth) => oauth.authorizer(authorizer),
+                    None => super::OAuthConfig::authorization_code(authorizer),
+                };
+                http.oauth = Some(Box::new(oauth));
+            }
+            Transport::Stdio(_) => self.misuse = Some("oauth_authorizer"),
+        }
+        self
+    }
+
     fn stdio_mut(&mut self, method: &'static str) -> Option<&mut StdioConfig> {
         match &mut self.transport {
             Transport::Stdio(stdio) => Some(stdio),

@@ -226,3 +226,35 @@ fn windsurf_format() {
         "mcpServers.both.serverUrl"
     );
 }
+
+/// Claude Code's `oauth` key: `clientId` and `callbackPort`, the secret expanded from a
+/// variable and kept out of `Debug`; our `grant` picks client credentials.
+#[test]
+fn claude_code_oauth_key() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {
+                "user": {"type": "http", "url": "https://mcp.example.com/mcp",
+                         "oauth": {"clientId": "app-1", "callbackPort": 8765}},
+                "svc": {"type": "http", "url": "https://mcp.example.com/mcp",
+                        "oauth": {"clientId": "svc", "clientSecret": "${TOKEN}", "grant": "client_credentials"}},
+                "bad": {"type": "http", "url": "https://mcp.example.com/mcp",
+                        "oauth": {"callbackPort": 70000}}
+            }}"#,
+        )
+        .unwrap();
+    assert_eq!(loaded.servers.len(), 2, "{:?}", loaded.invalid);
+    let user = http(&loaded.servers[1]).oauth.as_deref().expect("oauth");
+    assert_eq!(user.client_id.as_deref(), Some("app-1"));
+    assert_eq!(user.redirect_uri, "http://localhost:8765/callback");
+    assert!(!user.client_credentials);
+    let svc = http(&loaded.servers[0]).oauth.as_deref().expect("oauth");
+    assert!(svc.client_credentials);
+    assert_eq!(
+        svc.client_secret.as_ref().map(|s| s.expose()),
+        Some("tok-SECRET-1")
+    );
+    let shown = format!("{loaded:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(format!("{:?}", loaded.invalid).contains("oauth.callbackPort"));
+}
