@@ -32,12 +32,16 @@ fn logs() -> &'static LogCapture {
     LOGS.get_or_init(|| {
         let logs = LogCapture::default();
         let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
+        // `try_init`, not `set_global_default`: it also routes the `log` records of awc and
+        // actix-http into the capture, as an application's `RUST_LOG=trace` would show them.
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::fmt()
             .with_max_level(tracing::Level::TRACE)
             .with_ansi(false)
             .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+            .finish()
+            .try_init()
+            .expect("one global subscriber");
         logs
     })
 }
@@ -312,10 +316,37 @@ async fn no_secret_in_trace_logs() {
     drop((sup, sup2));
     let lines = logs().lines();
     assert!(
+        lines.iter().any(|l| l.contains("TRACE actix_http")),
+        "the dependencies' trace output is captured too"
+    );
+    assert!(
         lines.iter().any(|l| l.contains("authorized")),
         "the flow was logged"
     );
     for line in &lines {
         assert_no_secret("a log line", line);
     }
+}
+
+#[actix::test]
+async fn a_server_refusing_every_token_costs_one_authorization_per_request() {
+    let server = OAuthServer::start().await;
+    server.refuse_all_tokens(true);
+    let authorizer = Headless::default();
+    let (_sup, events) = start(code_config(
+        &server,
+        &authorizer,
+        Arc::new(MemoryTokenStore::default()),
+    ));
+    let failed = events.state(NAME, "failed", 1).await;
+    let Some(ServerState::Failed { error, .. }) = common::state_of(&failed, NAME) else {
+        unreachable!()
+    };
+    assert!(
+        matches!(error, Error::Unauthorized { status: 401, .. }),
+        "{error:?}"
+    );
+    let c = server.counts();
+    // initialize: refused, authorized once, re-sent once, refused again: done.
+    assert_eq!((c.authorize, c.mcp_posts), (1, 2), "{c:?}");
 }

@@ -185,14 +185,13 @@ impl Provider {
     }
 
     /// A request sent with tokens of generation `sent` was refused with `status` (401 or
-    /// 403) and these challenges; `step_up`: whether this request may still step up.
+    /// 403) and these challenges (`detail`: the first, for the error).
     pub async fn refused(
         &self,
         status: u16,
         challenges: &[Challenge],
         detail: &str,
         sent: u64,
-        step_up: bool,
     ) -> Verdict {
         let _one = self.lock.lock().await;
         if self.generation() != sent {
@@ -200,7 +199,7 @@ impl Provider {
         }
         let challenge = super::challenge::pick(challenges);
         let result = if status == 403 {
-            if !step_up || challenge.and_then(Challenge::error) != Some("insufficient_scope") {
+            if challenge.and_then(Challenge::error) != Some("insufficient_scope") {
                 return self.refusal(status, detail);
             }
             match self.step_up(challenge).await {

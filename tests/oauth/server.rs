@@ -58,6 +58,7 @@ struct State {
     sessions: HashSet<String>,
     fail_refresh: bool,
     expires_in: Option<u64>,
+    refuse_all: bool,
 }
 
 #[derive(Clone)]
@@ -147,6 +148,11 @@ impl OAuthServer {
     /// Refresh requests fail with `invalid_grant`.
     pub fn fail_refresh(&self, on: bool) {
         self.shared.lock().fail_refresh = on;
+    }
+
+    /// The MCP server refuses every token (a misconfigured resource server).
+    pub fn refuse_all_tokens(&self, on: bool) {
+        self.shared.lock().refuse_all = on;
     }
 
     /// `expires_in` of the tokens issued from now on.
@@ -340,7 +346,8 @@ async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let Some(granted) = token.and_then(|t| st.access.get(t)).cloned() else {
+    let valid = token.and_then(|t| st.access.get(t)).cloned();
+    let Some(granted) = valid.filter(|_| !st.refuse_all) else {
         st.counts.mcp_401 += 1;
         return challenge(&origin, 401, "invalid_token", "mcp:basic");
     };

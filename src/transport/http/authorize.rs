@@ -12,8 +12,14 @@ use crate::auth::challenge;
 use crate::auth::provider::Verdict;
 use crate::transport::TransportEvent;
 
-/// Re-sends of one request after a refusal: one for a `401` (a new token), one for a step-up.
-pub(super) const MAX_ROUNDS: u8 = 2;
+/// The re-sends one request has had after a refusal: at most one for a `401` (a new token)
+/// and one for a `403` (a step-up), so that a server that refuses every token cannot make us
+/// authorize again and again for one request.
+#[derive(Default)]
+pub(super) struct Rounds {
+    unauthorized: bool,
+    forbidden: bool,
+}
 
 /// What the send path does next.
 pub(super) enum Next {
@@ -26,23 +32,26 @@ pub(super) enum Next {
 }
 
 /// Hands a refusal to the provider, if there is one and the request may still be re-sent.
-/// `sent`: the tokens' generation the request carried; `rounds`: re-sends so far.
+/// `sent`: the tokens' generation the request carried.
 pub(super) async fn on_refusal(
     shared: &Shared,
     response: Response,
     id: Option<u64>,
     sent: u64,
-    rounds: &mut u8,
+    rounds: &mut Rounds,
 ) -> Next {
     let status = response.status();
     let Some(auth) = &shared.auth else {
         return Next::Answer(response);
     };
-    if !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) || *rounds >= MAX_ROUNDS
-    {
+    let used = match status {
+        StatusCode::UNAUTHORIZED => &mut rounds.unauthorized,
+        StatusCode::FORBIDDEN => &mut rounds.forbidden,
+        _ => return Next::Answer(response),
+    };
+    if std::mem::replace(used, true) {
         return Next::Answer(response);
     }
-    *rounds += 1;
     let values: Vec<String> = response
         .headers()
         .get_all("www-authenticate")
@@ -56,10 +65,8 @@ pub(super) async fn on_refusal(
         .collect();
     let challenges = challenge::parse_all(values.iter().map(String::as_str));
     let detail = values.first().cloned().unwrap_or_default();
-    // A step-up only for a request that has not had one (the first round may be its 401).
-    let step_up = *rounds == 1 || status == StatusCode::FORBIDDEN && *rounds == MAX_ROUNDS;
     let verdict = tokio::select! {
-        verdict = auth.refused(status.as_u16(), &challenges, &detail, sent, step_up) => verdict,
+        verdict = auth.refused(status.as_u16(), &challenges, &detail, sent) => verdict,
         _ = shared.closed() => return Next::Done,
     };
     match verdict {

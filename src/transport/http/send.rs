@@ -138,7 +138,7 @@ async fn post(
     // Requests of the 2026-07-28 revision come with their own headers, and no session.
     let modern = !headers.is_empty();
     // Re-sends after an authorization refusal (`authorize`): bounded there.
-    let mut rounds = 0;
+    let mut rounds = authorize::Rounds::default();
     loop {
         let generation = match &shared.auth {
             Some(auth) => {
