@@ -21,7 +21,7 @@ use mcp_supervisor::{
     CallTool, Error, ErrorKind, GetStatus, ListTools, ServerConfig, ServerState, Supervisor,
 };
 use oauth::headless::Headless;
-use oauth::server::{OAuthServer, CLIENT_ID, CLIENT_SECRET, MARK};
+use oauth::server::{OAuthServer, CLIENT_ID, CLIENT_SECRET, MARK, WORKLOAD_JWT};
 use serde_json::json;
 
 const NAME: &str = "crm";
@@ -349,4 +349,38 @@ async fn a_server_refusing_every_token_costs_one_authorization_per_request() {
     let c = server.counts();
     // initialize: refused, authorized once, re-sent once, refused again: done.
     assert_eq!((c.authorize, c.mcp_posts), (1, 2), "{c:?}");
+}
+
+#[actix::test]
+async fn a_workload_authorizes_with_its_jwt_and_a_refused_one_is_not_retried() {
+    let server = OAuthServer::start().await;
+    let config = ServerConfig::http(NAME, server.url())
+        .oauth(OAuthConfig::jwt_bearer("workload", || {
+            Ok(mcp_supervisor::auth::Secret::new(WORKLOAD_JWT))
+        }));
+    let (sup, events) = start(config);
+    events.ready(NAME, 1).await;
+    call(&sup, "echo").await.expect("the call succeeds");
+    assert_eq!(server.counts().token_jwt_bearer, 1);
+
+    let refused = ServerConfig::http("wif", server.url())
+        .oauth(OAuthConfig::jwt_bearer("workload", || {
+            Ok(mcp_supervisor::auth::Secret::new("wif-SECRET-wrong"))
+        }));
+    let (_sup, events) = start(refused);
+    let failed = events.state("wif", "failed", 1).await;
+    let Some(ServerState::Failed { error, .. }) = common::state_of(&failed, "wif") else {
+        unreachable!()
+    };
+    assert!(
+        matches!(error, Error::AuthorizationRequired { .. }),
+        "{error:?}"
+    );
+    assert_no_secret("the error", &format!("{error} {error:?}"));
+    assert_eq!(
+        server.counts().token_jwt_bearer,
+        2,
+        "one attempt, no retry, no other grant"
+    );
+    assert_eq!(server.counts().token_client_credentials, 0);
 }

@@ -5,7 +5,7 @@
 //! `code`, `state` and `iss` read from `Location`.
 
 use mcp_supervisor::auth::{
-    AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer,
+    AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer, Secret,
 };
 use mcp_supervisor::config::OAuthConfig;
 use serde_json::Value;
@@ -40,8 +40,8 @@ impl Authorizer for Headless {
     }
 }
 
-/// The OAuth configuration for `scenario`: client credentials where the context brings them
-/// for that grant, else the authorization code flow (pre-registered where the context has a
+/// The OAuth configuration for `scenario`: client credentials (or the workload's JWT for the
+/// JWT-bearer grant) where the context brings them for that grant, else the authorization code flow (pre-registered where the context has a
 /// client, else CIMD where the server supports it, else DCR).
 pub fn config(scenario: &str, context: &Value) -> OAuthConfig {
     let text = |k: &str| context.get(k).and_then(Value::as_str);
@@ -59,6 +59,10 @@ pub fn config(scenario: &str, context: &Value) -> OAuthConfig {
                 config = config.signing_algorithm(algorithm);
             }
             config
+        }
+        "auth/wif-jwt-bearer" => {
+            let assertion = Secret::new(text("valid_jwt").unwrap_or(""));
+            OAuthConfig::jwt_bearer(client_id, move || Ok(assertion.clone()))
         }
         _ => {
             let mut config = OAuthConfig::authorization_code(Headless)

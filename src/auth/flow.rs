@@ -33,7 +33,7 @@ pub(crate) fn initial_scope(
             .filter(|s| !s.is_empty())
             .map(|s| s.join(" ")),
     }?;
-    let offline = !config.client_credentials
+    let offline = !config.headless
         && found
             .metadata
             .scopes_supported
@@ -79,7 +79,15 @@ pub(crate) async fn authorize(
         resource: &found.resource,
         scope,
     };
-    if config.client_credentials {
+    if config.headless {
+        if let Some(source) = &config.jwt_assertion {
+            tracing::debug!(server, issuer = %found.issuer, "requesting a token (JWT bearer)");
+            let assertion = source().map_err(|e| Failed(format!("no assertion: {e}")))?;
+            return request
+                .send(Grant::JwtBearer(&assertion))
+                .await
+                .map_err(Failed);
+        }
         tracing::debug!(server, issuer = %found.issuer, "requesting a token (client credentials)");
         return request.send(Grant::ClientCredentials).await.map_err(Failed);
     }

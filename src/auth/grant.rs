@@ -18,6 +18,8 @@ use super::{Secret, Tokens};
 
 /// The longest `expires_in` we believe (a year); larger ones are cut to it.
 const MAX_EXPIRES_IN: u64 = 365 * 24 * 3600;
+/// The JWT-bearer grant type (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// Lifetime of a client assertion.
 const ASSERTION_LIFETIME: u64 = 300;
 
@@ -110,6 +112,8 @@ pub(crate) struct TokenRequest<'a> {
 /// The grant-specific part of the form.
 pub(crate) enum Grant<'a> {
     ClientCredentials,
+    /// RFC 7523 §2.1, with this assertion.
+    JwtBearer(&'a Secret),
     Code {
         code: &'a Secret,
         verifier: &'a Secret,
@@ -124,6 +128,10 @@ impl TokenRequest<'_> {
         let mut form: Vec<(&str, String)> = Vec::with_capacity(10);
         match &grant {
             Grant::ClientCredentials => form.push(("grant_type", "client_credentials".into())),
+            Grant::JwtBearer(assertion) => {
+                form.push(("grant_type", JWT_BEARER.into()));
+                form.push(("assertion", assertion.expose().into()));
+            }
             Grant::Code {
                 code,
                 verifier,

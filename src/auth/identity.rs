@@ -49,8 +49,11 @@ pub(crate) async fn identify(
             ),
         });
     }
-    if config.client_credentials {
-        return Err("the client credentials grant needs a pre-registered client id".into());
+    if config.headless {
+        return Err(
+            "a machine grant (client credentials, JWT bearer) needs a pre-registered client id"
+                .into(),
+        );
     }
     if let Some(url) = &config.client_metadata_url {
         if found.metadata.client_id_metadata_document_supported == Some(true) {

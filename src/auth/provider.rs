@@ -161,7 +161,7 @@ impl Provider {
         let requested = self.state.borrow().requested.clone();
         let renewed = if old.refresh_token.is_some() {
             self.refresh(&found, &old).await
-        } else if self.config.client_credentials {
+        } else if self.config.headless {
             self.full(&found, requested.as_deref())
                 .await
                 .map_err(|f| f.0)
@@ -248,12 +248,12 @@ impl Provider {
                     }
                     Err(e) => {
                         self.forget_tokens();
-                        if !self.config.client_credentials {
+                        if !self.config.headless {
                             return Err(Failed(format!("refreshing the token failed: {e}")));
                         }
                     }
                 }
-            } else if self.state.borrow().refresh_failed && !self.config.client_credentials {
+            } else if self.state.borrow().refresh_failed && !self.config.headless {
                 self.forget_tokens();
                 return Err(Failed(
                     "the token was refused and refreshing it failed".into(),

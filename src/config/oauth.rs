@@ -50,7 +50,10 @@ pub struct OAuthConfig {
     pub(crate) signing_algorithm: Option<String>,
     pub(crate) auth_method: Option<String>,
     pub(crate) issuer: Option<String>,
-    pub(crate) client_credentials: bool,
+    /// A machine grant (client credentials or JWT bearer): no user, no refresh tokens.
+    pub(crate) headless: bool,
+    /// The JWT-bearer grant's assertion, fetched anew for every token request.
+    pub(crate) jwt_assertion: Option<AssertionSource>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) redirect_uri: String,
     pub(crate) client_name: String,
@@ -59,6 +62,9 @@ pub struct OAuthConfig {
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) authorize_timeout: Duration,
 }
+
+/// Where the JWT-bearer grant's assertion comes from.
+pub(crate) type AssertionSource = Arc<dyn Fn() -> Result<Secret, String> + Send + Sync>;
 
 /// The redirect URI used when none is configured (a loopback callback, as native apps use).
 pub const DEFAULT_REDIRECT_URI: &str = "http://localhost:3000/callback";
@@ -72,7 +78,8 @@ impl OAuthConfig {
             signing_algorithm: None,
             auth_method: None,
             issuer: None,
-            client_credentials: false,
+            headless: false,
+            jwt_assertion: None,
             client_metadata_url: None,
             redirect_uri: DEFAULT_REDIRECT_URI.to_owned(),
             client_name: "mcp-supervisor".to_owned(),
@@ -89,7 +96,7 @@ impl OAuthConfig {
         OAuthConfig {
             client_id: Some(client_id.into()),
             client_secret: Some(secret.into()),
-            client_credentials: true,
+            headless: true,
             ..Self::empty()
         }
     }
@@ -104,7 +111,35 @@ impl OAuthConfig {
             client_id: Some(client_id.into()),
             private_key: Some(private_key_pem.into()),
             auth_method: Some("private_key_jwt".to_owned()),
-            client_credentials: true,
+            headless: true,
+            ..Self::empty()
+        }
+    }
+
+    /// The JWT-bearer grant (RFC 7523 §2.1) of workload identity federation
+    /// (`io.modelcontextprotocol/auth/wif`): the platform's identity token for this workload
+    /// (e.g. a projected service account token) is the assertion. `assertion` is called for
+    /// every token request, so that it can read a token the platform rotates; its error ends
+    /// the attempt. A refused assertion is not retried, nor another grant tried.
+    ///
+    /// ```
+    /// use mcp_supervisor::auth::Secret;
+    /// use mcp_supervisor::config::OAuthConfig;
+    ///
+    /// let oauth = OAuthConfig::jwt_bearer("workload-1", || {
+    ///     std::fs::read_to_string("/var/run/secrets/tokens/mcp")
+    ///         .map(|t| Secret::new(t.trim()))
+    ///         .map_err(|e| format!("reading the workload token: {e}"))
+    /// });
+    /// ```
+    pub fn jwt_bearer(
+        client_id: impl Into<String>,
+        assertion: impl Fn() -> Result<Secret, String> + Send + Sync + 'static,
+    ) -> Self {
+        OAuthConfig {
+            client_id: Some(client_id.into()),
+            headless: true,
+            jwt_assertion: Some(Arc::new(assertion)),
             ..Self::empty()
         }
     }
@@ -222,7 +257,7 @@ impl OAuthConfig {
     pub(crate) fn validate(&self, server: Option<&str>) -> Result<(), Error> {
         let error =
             |field: &str, message: &str| Error::config(server, format!("oauth.{field}"), message);
-        if self.client_credentials {
+        if self.headless {
             if self
                 .client_id
                 .as_deref()
@@ -230,10 +265,13 @@ impl OAuthConfig {
             {
                 return Err(error(
                     "client_id",
-                    "the client credentials grant needs a client id",
+                    "a machine grant (client credentials, JWT bearer) needs a client id",
                 ));
             }
-            if self.client_secret.is_none() && self.private_key.is_none() {
+            if self.client_secret.is_none()
+                && self.private_key.is_none()
+                && self.jwt_assertion.is_none()
+            {
                 return Err(error(
                     "client_secret",
                     "the client credentials grant needs a client secret or a private key",
@@ -287,7 +325,12 @@ impl PartialEq for OAuthConfig {
             && self.signing_algorithm == other.signing_algorithm
             && self.auth_method == other.auth_method
             && self.issuer == other.issuer
-            && self.client_credentials == other.client_credentials
+            && self.headless == other.headless
+            && match (&self.jwt_assertion, &other.jwt_assertion) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
             && self.client_metadata_url == other.client_metadata_url
             && self.redirect_uri == other.redirect_uri
             && self.client_name == other.client_name
@@ -304,7 +347,9 @@ impl PartialEq for OAuthConfig {
 
 impl fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let grant = if self.client_credentials {
+        let grant = if self.jwt_assertion.is_some() {
+            "jwt_bearer"
+        } else if self.headless {
             "client_credentials"
         } else if self.authorizer.is_some() {
             "authorization_code"

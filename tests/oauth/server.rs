@@ -27,6 +27,8 @@ use sha2::Digest as _;
 pub const MARK: &str = "SECRET";
 pub const CLIENT_ID: &str = "svc";
 pub const CLIENT_SECRET: &str = "cc-SECRET-7";
+/// The workload assertion the JWT-bearer grant accepts.
+pub const WORKLOAD_JWT: &str = "wif-SECRET-assertion";
 
 /// What the server saw, for tests to count.
 #[derive(Debug, Default, Clone)]
@@ -36,6 +38,7 @@ pub struct Counts {
     pub token_code: usize,
     pub token_refresh: usize,
     pub token_client_credentials: usize,
+    pub token_jwt_bearer: usize,
     pub mcp_posts: usize,
     pub mcp_401: usize,
     pub mcp_403: usize,
@@ -317,6 +320,17 @@ async fn token(
                 .and_then(|v| v.to_str().ok());
             if basic != Some(expected.as_str()) {
                 return HttpResponse::Unauthorized().json(json!({"error": "invalid_client"}));
+            }
+            HttpResponse::Ok().json(issue(
+                &mut st,
+                scopes(form.get("scope").map(String::as_str)),
+                false,
+            ))
+        }
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
+            st.counts.token_jwt_bearer += 1;
+            if form.get("assertion").map(String::as_str) != Some(WORKLOAD_JWT) {
+                return oauth_error("invalid_grant");
             }
             HttpResponse::Ok().json(issue(
                 &mut st,

@@ -247,9 +247,9 @@ fn claude_code_oauth_key() {
     let user = http(&loaded.servers[1]).oauth.as_deref().expect("oauth");
     assert_eq!(user.client_id.as_deref(), Some("app-1"));
     assert_eq!(user.redirect_uri, "http://localhost:8765/callback");
-    assert!(!user.client_credentials);
+    assert!(!user.headless);
     let svc = http(&loaded.servers[0]).oauth.as_deref().expect("oauth");
-    assert!(svc.client_credentials);
+    assert!(svc.headless);
     assert_eq!(
         svc.client_secret.as_ref().map(|s| s.expose()),
         Some("tok-SECRET-1")
