@@ -21,7 +21,7 @@ use mcp_supervisor::{
     CallTool, Error, ErrorKind, GetStatus, ListTools, ServerConfig, ServerState, Supervisor,
 };
 use oauth::headless::Headless;
-use oauth::server::{OAuthServer, CLIENT_ID, CLIENT_SECRET, MARK, WORKLOAD_JWT};
+use oauth::server::{OAuthServer, CLIENT_ID, CLIENT_SECRET, ID_TOKEN, MARK, WORKLOAD_JWT};
 use serde_json::json;
 
 const NAME: &str = "crm";
@@ -383,4 +383,30 @@ async fn a_workload_authorizes_with_its_jwt_and_a_refused_one_is_not_retried() {
         "one attempt, no retry, no other grant"
     );
     assert_eq!(server.counts().token_client_credentials, 0);
+}
+
+#[actix::test]
+async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag() {
+    let server = OAuthServer::start().await;
+    let idp = mcp_supervisor::auth::EnterpriseIdp::new(
+        format!("{}/idp/token", server.issuer()),
+        "idp-client",
+        || Ok(mcp_supervisor::auth::Secret::new(ID_TOKEN)),
+    );
+    let config = ServerConfig::http(NAME, server.url()).oauth(OAuthConfig::enterprise_managed(
+        CLIENT_ID,
+        CLIENT_SECRET,
+        idp,
+    ));
+    assert_no_secret("the config's Debug", &format!("{config:?}"));
+    let (sup, events) = start(config);
+    events.ready(NAME, 1).await;
+    call(&sup, "echo").await.expect("the call succeeds");
+    let c = server.counts();
+    assert_eq!((c.idp_exchanges, c.token_jwt_bearer), (1, 1), "{c:?}");
+    assert_eq!(
+        (c.authorize, c.register),
+        (0, 0),
+        "no browser, no registration: {c:?}"
+    );
 }

@@ -5,7 +5,7 @@
 //! `code`, `state` and `iss` read from `Location`.
 
 use mcp_supervisor::auth::{
-    AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer, Secret,
+    AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer, EnterpriseIdp, Secret,
 };
 use mcp_supervisor::config::OAuthConfig;
 use serde_json::Value;
@@ -59,6 +59,16 @@ pub fn config(scenario: &str, context: &Value) -> OAuthConfig {
                 config = config.signing_algorithm(algorithm);
             }
             config
+        }
+        // 0.1.16 names it cross-app-access-complete-flow.
+        "auth/enterprise-managed-authorization" | "auth/cross-app-access-complete-flow" => {
+            let id_token = Secret::new(text("idp_id_token").unwrap_or(""));
+            let idp = EnterpriseIdp::new(
+                text("idp_token_endpoint").unwrap_or(""),
+                text("idp_client_id").unwrap_or(""),
+                move || Ok(id_token.clone()),
+            );
+            OAuthConfig::enterprise_managed(client_id, text("client_secret").unwrap_or(""), idp)
         }
         "auth/wif-jwt-bearer" => {
             let assertion = Secret::new(text("valid_jwt").unwrap_or(""));

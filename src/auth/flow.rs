@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use super::authorizer::{check_response, pkce, random_token, AuthorizationRequest};
 use super::discovery::Found;
+use super::enterprise::id_jag;
 use super::grant::{Client, Grant, TokenRequest};
 use super::metadata::check_pkce;
 use super::Tokens;
@@ -80,6 +81,16 @@ pub(crate) async fn authorize(
         scope,
     };
     if config.headless {
+        if let Some(idp) = &config.enterprise {
+            tracing::debug!(server, issuer = %found.issuer, "exchanging the ID token at the identity provider (enterprise-managed)");
+            let id_jag = id_jag(http, idp, &found.issuer, &found.resource)
+                .await
+                .map_err(Failed)?;
+            return request
+                .send(Grant::JwtBearer(&id_jag))
+                .await
+                .map_err(Failed);
+        }
         if let Some(source) = &config.jwt_assertion {
             tracing::debug!(server, issuer = %found.issuer, "requesting a token (JWT bearer)");
             let assertion = source().map_err(|e| Failed(format!("no assertion: {e}")))?;

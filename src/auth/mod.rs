@@ -23,6 +23,7 @@
 //! - `grant`: token requests and client authentication (`client_secret_basic`/`_post`,
 //!   `none`, `private_key_jwt`);
 //! - `authorizer`: the application's [`Authorizer`], PKCE, and the `state`/`iss` checks;
+//! - `enterprise`: [`EnterpriseIdp`], the token exchange of enterprise-managed authorization;
 //! - `flow`: one authorization (client credentials or authorization code) and scope choice;
 //! - `store`: [`TokenStore`] and [`MemoryTokenStore`]; `file_store`: [`FileTokenStore`], a
 //!   `0600` file for command-line tools;
@@ -33,6 +34,7 @@
 mod authorizer;
 pub(crate) mod challenge;
 mod discovery;
+mod enterprise;
 mod file_store;
 mod flow;
 mod grant;
@@ -44,6 +46,7 @@ mod secret;
 mod store;
 
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
+pub use enterprise::EnterpriseIdp;
 pub use file_store::FileTokenStore;
 pub(crate) use metadata::require_secure;
 pub use secret::Secret;

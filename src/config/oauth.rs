@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::{Authorizer, MemoryTokenStore, Secret, TokenStore};
+use crate::auth::{Authorizer, EnterpriseIdp, MemoryTokenStore, Secret, TokenStore};
 use crate::error::Error;
 
 /// How a server's OAuth authorization is obtained (see [`ServerConfig::oauth`](crate::ServerConfig::oauth)).
@@ -54,6 +54,9 @@ pub struct OAuthConfig {
     pub(crate) headless: bool,
     /// The JWT-bearer grant's assertion, fetched anew for every token request.
     pub(crate) jwt_assertion: Option<AssertionSource>,
+    /// Enterprise-managed authorization: the ID-JAG from this identity provider is the
+    /// JWT-bearer grant's assertion.
+    pub(crate) enterprise: Option<EnterpriseIdp>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) redirect_uri: String,
     pub(crate) client_name: String,
@@ -80,6 +83,7 @@ impl OAuthConfig {
             issuer: None,
             headless: false,
             jwt_assertion: None,
+            enterprise: None,
             client_metadata_url: None,
             redirect_uri: DEFAULT_REDIRECT_URI.to_owned(),
             client_name: "mcp-supervisor".to_owned(),
@@ -140,6 +144,35 @@ impl OAuthConfig {
             client_id: Some(client_id.into()),
             headless: true,
             jwt_assertion: Some(Arc::new(assertion)),
+            ..Self::empty()
+        }
+    }
+
+    /// Enterprise-managed authorization (SEP-990): the user's ID token is exchanged at the
+    /// enterprise's identity provider for an ID-JAG, which is the assertion of the JWT-bearer
+    /// grant at the MCP server's authorization server, where this client authenticates with
+    /// `client_id` and `secret`.
+    ///
+    /// ```
+    /// use mcp_supervisor::auth::{EnterpriseIdp, Secret};
+    /// use mcp_supervisor::config::OAuthConfig;
+    ///
+    /// let idp = EnterpriseIdp::new("https://idp.example.com/token", "mcp-app", || {
+    ///     Ok(Secret::new("the user's ID token"))
+    /// });
+    /// let oauth = OAuthConfig::enterprise_managed("mcp-app-at-as", "s3cret", idp);
+    /// assert!(!format!("{oauth:?}").contains("s3cret"));
+    /// ```
+    pub fn enterprise_managed(
+        client_id: impl Into<String>,
+        secret: impl Into<Secret>,
+        idp: EnterpriseIdp,
+    ) -> Self {
+        OAuthConfig {
+            client_id: Some(client_id.into()),
+            client_secret: Some(secret.into()),
+            headless: true,
+            enterprise: Some(idp),
             ..Self::empty()
         }
     }
@@ -326,6 +359,7 @@ impl PartialEq for OAuthConfig {
             && self.auth_method == other.auth_method
             && self.issuer == other.issuer
             && self.headless == other.headless
+            && self.enterprise == other.enterprise
             && match (&self.jwt_assertion, &other.jwt_assertion) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 (None, None) => true,
@@ -347,7 +381,9 @@ impl PartialEq for OAuthConfig {
 
 impl fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let grant = if self.jwt_assertion.is_some() {
+        let grant = if self.enterprise.is_some() {
+            "enterprise_managed"
+        } else if self.jwt_assertion.is_some() {
             "jwt_bearer"
         } else if self.headless {
             "client_credentials"
@@ -363,6 +399,7 @@ impl fmt::Debug for OAuthConfig {
             .field("private_key", &self.private_key)
             .field("auth_method", &self.auth_method)
             .field("issuer", &self.issuer)
+            .field("enterprise", &self.enterprise)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("redirect_uri", &self.redirect_uri)
             .finish_non_exhaustive()

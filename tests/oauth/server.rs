@@ -29,6 +29,8 @@ pub const CLIENT_ID: &str = "svc";
 pub const CLIENT_SECRET: &str = "cc-SECRET-7";
 /// The workload assertion the JWT-bearer grant accepts.
 pub const WORKLOAD_JWT: &str = "wif-SECRET-assertion";
+/// The ID token the identity provider (`/idp/token`) exchanges for an ID-JAG.
+pub const ID_TOKEN: &str = "idtoken-SECRET-user";
 
 /// What the server saw, for tests to count.
 #[derive(Debug, Default, Clone)]
@@ -39,6 +41,7 @@ pub struct Counts {
     pub token_refresh: usize,
     pub token_client_credentials: usize,
     pub token_jwt_bearer: usize,
+    pub idp_exchanges: usize,
     pub mcp_posts: usize,
     pub mcp_401: usize,
     pub mcp_403: usize,
@@ -62,6 +65,7 @@ struct State {
     fail_refresh: bool,
     expires_in: Option<u64>,
     refuse_all: bool,
+    id_jags: HashSet<String>,
 }
 
 #[derive(Clone)]
@@ -110,6 +114,7 @@ impl OAuthServer {
                 .route("/authorize", web::get().to(authorize))
                 .route("/token", web::post().to(token))
                 .route("/register", web::post().to(register))
+                .route("/idp/token", web::post().to(idp_token))
                 .route("/mcp", web::post().to(mcp))
                 // No GET stream, no DELETE: 405, as the spec allows.
                 .route("/mcp", web::route().to(HttpResponse::MethodNotAllowed))
@@ -329,7 +334,9 @@ async fn token(
         }
         Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
             st.counts.token_jwt_bearer += 1;
-            if form.get("assertion").map(String::as_str) != Some(WORKLOAD_JWT) {
+            let assertion = form.get("assertion").map(String::as_str);
+            if assertion != Some(WORKLOAD_JWT) && assertion.is_none_or(|a| !st.id_jags.contains(a))
+            {
                 return oauth_error("invalid_grant");
             }
             HttpResponse::Ok().json(issue(
@@ -420,4 +427,33 @@ async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>
         _ => return HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
     };
     HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// The enterprise identity provider's token exchange (RFC 8693): an ID token for an ID-JAG
+/// whose audience is the authorization server and whose resource is the MCP server.
+async fn idp_token(
+    shared: web::Data<Shared>,
+    form: web::Form<HashMap<String, String>>,
+) -> HttpResponse {
+    let origin = shared.origin();
+    let mut st = shared.lock();
+    st.counts.idp_exchanges += 1;
+    let f = |k: &str| form.get(k).map(String::as_str);
+    let ok = f("grant_type") == Some("urn:ietf:params:oauth:grant-type:token-exchange")
+        && f("requested_token_type") == Some("urn:ietf:params:oauth:token-type:id-jag")
+        && f("subject_token_type") == Some("urn:ietf:params:oauth:token-type:id_token")
+        && f("subject_token") == Some(ID_TOKEN)
+        && f("audience") == Some(origin.as_str())
+        && f("resource") == Some(format!("{origin}/mcp").as_str());
+    if !ok {
+        return oauth_error("invalid_grant");
+    }
+    st.next += 1;
+    let id_jag = format!("idjag-{MARK}-{}", st.next);
+    st.id_jags.insert(id_jag.clone());
+    HttpResponse::Ok().json(json!({
+        "access_token": id_jag,
+        "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+        "token_type": "N_A",
+    }))
 }
