@@ -410,3 +410,26 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag()
         "no browser, no registration: {c:?}"
     );
 }
+
+#[actix::test]
+async fn dpop_binds_the_token_and_proves_every_request_with_the_servers_nonce() {
+    let server = OAuthServer::start().await;
+    server.dpop(true);
+    let config = ServerConfig::http(NAME, server.url())
+        .oauth(OAuthConfig::client_credentials(CLIENT_ID, CLIENT_SECRET).dpop(true));
+    let (sup, events) = start(config);
+    events.ready(NAME, 1).await;
+    let before = server.counts();
+    assert_eq!(
+        before.dpop_token_proofs, 1,
+        "the token request carried a proof: {before:?}"
+    );
+    call(&sup, "echo").await.expect("the call succeeds");
+    let after = server.counts();
+    assert_eq!(after.dpop_proofs - before.dpop_proofs, 1, "{after:?}");
+    // The nonce was asked for once (the first request with the token), then always sent.
+    assert_eq!(
+        after.mcp_401, 2,
+        "the first request, then the nonce challenge: {after:?}"
+    );
+}

@@ -44,6 +44,11 @@ impl Authorizer for Headless {
 /// JWT-bearer grant) where the context brings them for that grant, else the authorization code flow (pre-registered where the context has a
 /// client, else CIMD where the server supports it, else DCR).
 pub fn config(scenario: &str, context: &Value) -> OAuthConfig {
+    // DPoP wherever the authorization server supports it.
+    for_scenario(scenario, context).dpop(true)
+}
+
+fn for_scenario(scenario: &str, context: &Value) -> OAuthConfig {
     let text = |k: &str| context.get(k).and_then(Value::as_str);
     let client_id = text("client_id").unwrap_or("");
     match scenario {

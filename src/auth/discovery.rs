@@ -122,6 +122,7 @@ async fn legacy(http: &awc::Client, server: &Url, raw: &str) -> Result<Found, St
         token_endpoint_auth_methods_supported: None,
         client_id_metadata_document_supported: None,
         authorization_response_iss_parameter_supported: None,
+        dpop_signing_alg_values_supported: None,
     };
     check_server(&origin, &metadata)?;
     Ok(Found {

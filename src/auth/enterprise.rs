@@ -80,7 +80,7 @@ pub(crate) async fn id_jag(
         ("subject_token_type", ID_TOKEN),
         ("client_id", &idp.client_id),
     ];
-    let answer = post_form(http, &idp.token_endpoint, &form, None).await?;
+    let answer = post_form(http, &idp.token_endpoint, &form, None, None).await?;
     let text = |k: &str| answer.body.get(k).and_then(Value::as_str);
     if let Some(error) = text("error") {
         let description: String = text("error_description")

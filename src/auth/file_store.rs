@@ -64,6 +64,8 @@ struct StoredTokens {
     /// Seconds since the Unix epoch.
     expires_at: Option<u64>,
     scope: Option<String>,
+    #[serde(default)]
+    dpop: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -153,6 +155,7 @@ impl TokenStore for FileTokenStore {
                 .expires_at
                 .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s))),
             scope: t.scope,
+            dpop: t.dpop,
         })
     }
 
@@ -163,6 +166,7 @@ impl TokenStore for FileTokenStore {
             refresh_token: tokens.refresh_token.map(|s| s.expose().to_owned()),
             expires_at: tokens.expires_at.map(secs),
             scope: tokens.scope,
+            dpop: tokens.dpop,
         };
         self.change(|d| {
             d.tokens.insert(server_url.to_owned(), stored);

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use super::authorizer::{check_response, pkce, random_token, AuthorizationRequest};
 use super::discovery::Found;
+use super::dpop::DpopKey;
 use super::enterprise::id_jag;
 use super::grant::{Client, Grant, TokenRequest};
 use super::metadata::check_pkce;
@@ -59,6 +60,24 @@ pub(crate) fn union<'a>(scopes: impl IntoIterator<Item = Option<&'a str>>) -> St
     set.into_iter().collect::<Vec<_>>().join(" ")
 }
 
+/// The DPoP key to bind tokens to: the configuration's, when it wants DPoP and the
+/// authorization server takes ES256 proofs.
+pub(crate) fn dpop_key<'a>(
+    config: &'a OAuthConfig,
+    found: &Found,
+) -> Result<Option<&'a DpopKey>, String> {
+    let supported = found
+        .metadata
+        .dpop_signing_alg_values_supported
+        .as_ref()
+        .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+    if config.dpop && supported {
+        config.dpop_key.key().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// Obtains tokens at the authorization server `found` names.
 pub(crate) async fn authorize(
     http: &awc::Client,
@@ -72,6 +91,7 @@ pub(crate) async fn authorize(
         found.metadata.token_endpoint.as_deref().ok_or_else(|| {
             Failed("the authorization server metadata has no token_endpoint".into())
         })?;
+    let dpop = dpop_key(config, found).map_err(Failed)?;
     let request = TokenRequest {
         http,
         endpoint,
@@ -79,6 +99,7 @@ pub(crate) async fn authorize(
         client,
         resource: &found.resource,
         scope,
+        dpop,
     };
     if config.headless {
         if let Some(idp) = &config.enterprise {
@@ -186,6 +207,7 @@ mod tests {
                 token_endpoint_auth_methods_supported: None,
                 client_id_metadata_document_supported: None,
                 authorization_response_iss_parameter_supported: None,
+                dpop_signing_alg_values_supported: None,
             },
             resource_scopes: resource_scopes.map(v),
             no_metadata: false,

@@ -13,6 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::dpop::DpopKey;
 use super::http::{post_form, Answer};
 use super::{Secret, Tokens};
 
@@ -107,6 +108,8 @@ pub(crate) struct TokenRequest<'a> {
     pub resource: &'a str,
     /// The scope asked for (also what is recorded when the answer names none).
     pub scope: Option<&'a str>,
+    /// The DPoP key to bind the token to, when DPoP is used.
+    pub dpop: Option<&'a DpopKey>,
 }
 
 /// The grant-specific part of the form.
@@ -125,8 +128,36 @@ pub(crate) enum Grant<'a> {
 impl TokenRequest<'_> {
     /// Sends it; the tokens, or why there are none (without any secret in the text).
     pub async fn send(&self, grant: Grant<'_>) -> Result<Tokens, String> {
+        // A DPoP server may ask for its nonce first (RFC 9449 §8): one more try with it.
+        let mut nonce = None;
+        for _ in 0..2 {
+            let answer = self.post(&grant, nonce.as_deref()).await?;
+            let asks_nonce = answer.status == 400
+                && answer.body.get("error").and_then(Value::as_str) == Some("use_dpop_nonce");
+            match (&answer.dpop_nonce, self.dpop) {
+                (Some(new), Some(_)) if asks_nonce && nonce.as_ref() != Some(new) => {
+                    nonce = Some(new.clone());
+                    continue;
+                }
+                _ => {}
+            }
+            let mut tokens = read_tokens(self.issuer, &answer, self.dpop.is_some())?;
+            if tokens.scope.is_none() {
+                tokens.scope = self.scope.map(Into::into);
+            }
+            if let (Grant::Refresh(old), None) = (&grant, &tokens.refresh_token) {
+                // No new refresh token: the old one stays valid (RFC 6749 §6).
+                tokens.refresh_token = Some((*old).clone());
+            }
+            return Ok(tokens);
+        }
+        Err("the token endpoint asked for a DPoP nonce again".into())
+    }
+
+    /// One POST of the token request (a fresh client assertion and proof each time).
+    async fn post(&self, grant: &Grant<'_>, nonce: Option<&str>) -> Result<Answer, String> {
         let mut form: Vec<(&str, String)> = Vec::with_capacity(10);
-        match &grant {
+        match grant {
             Grant::ClientCredentials => form.push(("grant_type", "client_credentials".into())),
             Grant::JwtBearer(assertion) => {
                 form.push(("grant_type", JWT_BEARER.into()));
@@ -152,17 +183,12 @@ impl TokenRequest<'_> {
         }
         form.push(("resource", self.resource.into()));
         let basic = self.authenticate(&mut form)?;
+        let proof = match self.dpop {
+            Some(key) => Some(key.proof("POST", self.endpoint, None, nonce)?),
+            None => None,
+        };
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let answer = post_form(self.http, self.endpoint, &pairs, basic).await?;
-        let mut tokens = read_tokens(self.issuer, &answer)?;
-        if tokens.scope.is_none() {
-            tokens.scope = self.scope.map(Into::into);
-        }
-        if let (Grant::Refresh(old), None) = (&grant, &tokens.refresh_token) {
-            // No new refresh token: the old one stays valid (RFC 6749 §6).
-            tokens.refresh_token = Some((*old).clone());
-        }
-        Ok(tokens)
+        post_form(self.http, self.endpoint, &pairs, basic, proof).await
     }
 
     /// Adds the client authentication to the form; the Basic credentials, if that is it.
@@ -252,7 +278,7 @@ pub(crate) fn client_assertion(client: &Client, issuer: &str) -> Result<String, 
 
 /// The tokens in a token endpoint's answer, or its OAuth error (code and description, which
 /// are the server's text: the caller escapes them).
-pub(crate) fn read_tokens(issuer: &str, answer: &Answer) -> Result<Tokens, String> {
+pub(crate) fn read_tokens(issuer: &str, answer: &Answer, dpop: bool) -> Result<Tokens, String> {
     let body = &answer.body;
     let text = |k: &str| body.get(k).and_then(Value::as_str);
     if let Some(error) = text("error") {
@@ -272,12 +298,15 @@ pub(crate) fn read_tokens(issuer: &str, answer: &Answer) -> Result<Tokens, Strin
     let access = text("access_token")
         .filter(|t| !t.is_empty())
         .ok_or("the token endpoint's answer has no access_token")?;
-    if let Some(kind) = text("token_type") {
-        if !kind.eq_ignore_ascii_case("bearer") {
-            return Err(format!("token type `{kind}` is not supported (Bearer)"));
+    let bound = match text("token_type") {
+        Some(kind) if kind.eq_ignore_ascii_case("dpop") && dpop => true,
+        Some(kind) if !kind.eq_ignore_ascii_case("bearer") => {
+            return Err(format!("token type `{kind}` is not supported"));
         }
-    }
+        _ => false,
+    };
     let mut tokens = Tokens::new(issuer, access);
+    tokens.dpop = bound;
     tokens.refresh_token = text("refresh_token").map(Secret::new);
     tokens.scope = text("scope").map(Into::into);
     tokens.expires_at = body
@@ -342,28 +371,40 @@ mod tests {
         let ok = Answer {
             status: 200,
             body: serde_json::json!({"access_token": "A", "token_type": "bearer", "expires_in": 60, "refresh_token": "R"}),
+            dpop_nonce: None,
         };
-        let t = read_tokens("iss", &ok).unwrap();
+        let t = read_tokens("iss", &ok, false).unwrap();
         assert_eq!(t.access_token.expose(), "A");
         assert!(t.expires_at.is_some());
         assert_eq!(t.refresh_token.unwrap().expose(), "R");
         let err = Answer {
             status: 400,
             body: serde_json::json!({"error": "invalid_grant", "error_description": "expired"}),
+            dpop_nonce: None,
         };
-        assert!(read_tokens("iss", &err)
+        assert!(read_tokens("iss", &err, false)
             .unwrap_err()
             .contains("invalid_grant"));
         // Some servers say errors with 200.
         let err200 = Answer {
             status: 200,
             body: serde_json::json!({"error": "invalid_client"}),
+            dpop_nonce: None,
         };
-        assert!(read_tokens("iss", &err200).is_err());
+        assert!(read_tokens("iss", &err200, false).is_err());
         let huge = Answer {
             status: 200,
             body: serde_json::json!({"access_token": "A", "expires_in": u64::MAX}),
+            dpop_nonce: None,
         };
-        assert!(read_tokens("iss", &huge).is_ok());
+        assert!(read_tokens("iss", &huge, false).is_ok());
+        // A DPoP-bound token only when we asked for one.
+        let dpop = Answer {
+            status: 200,
+            body: serde_json::json!({"access_token": "A", "token_type": "DPoP"}),
+            dpop_nonce: None,
+        };
+        assert!(read_tokens("iss", &dpop, true).unwrap().dpop);
+        assert!(read_tokens("iss", &dpop, false).is_err());
     }
 }

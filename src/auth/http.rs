@@ -50,14 +50,17 @@ pub(crate) async fn get_json(client: &awc::Client, url: &str) -> Result<Option<V
 pub(crate) struct Answer {
     pub status: u16,
     pub body: Value,
+    /// The `DPoP-Nonce` the server sent (RFC 9449 §8).
+    pub dpop_nonce: Option<String>,
 }
 
-/// POSTs a form (with HTTP Basic client authentication when given).
+/// POSTs a form (with HTTP Basic client authentication, and a DPoP proof, when given).
 pub(crate) async fn post_form(
     client: &awc::Client,
     url: &str,
     form: &[(&str, &str)],
     basic: Option<String>,
+    dpop: Option<String>,
 ) -> Result<Answer, String> {
     let mut request = client
         .post(url)
@@ -68,6 +71,9 @@ pub(crate) async fn post_form(
             .map_err(|_| "the client credentials do not fit in a header".to_owned())?;
         value.set_sensitive(true);
         request = request.insert_header((AUTHORIZATION, value));
+    }
+    if let Some(proof) = dpop {
+        request = request.insert_header(("dpop", proof));
     }
     let response = request.send_form(&form).await;
     read(url, response).await
@@ -100,6 +106,11 @@ async fn read(
     let shown = crate::config::redact_url(url);
     let mut response = response.map_err(|e| format!("POST {shown} failed: {e}"))?;
     let status = response.status().as_u16();
+    let dpop_nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().take(256).collect());
     let body = response
         .body()
         .limit(BODY_LIMIT)
@@ -108,5 +119,6 @@ async fn read(
     Ok(Answer {
         status,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        dpop_nonce,
     })
 }

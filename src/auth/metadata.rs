@@ -54,6 +54,9 @@ pub struct ServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449: the DPoP proof algorithms it accepts.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// Where the Protected Resource Metadata of the MCP server at `server` may be, in order:
@@ -266,6 +269,7 @@ mod tests {
             token_endpoint_auth_methods_supported: None,
             client_id_metadata_document_supported: None,
             authorization_response_iss_parameter_supported: None,
+            dpop_signing_alg_values_supported: None,
         };
         assert!(check_server(
             "http://localhost:1",

@@ -23,6 +23,7 @@
 //! - `grant`: token requests and client authentication (`client_secret_basic`/`_post`,
 //!   `none`, `private_key_jwt`);
 //! - `authorizer`: the application's [`Authorizer`], PKCE, and the `state`/`iss` checks;
+//! - `dpop`: DPoP key pairs and proofs (RFC 9449);
 //! - `enterprise`: [`EnterpriseIdp`], the token exchange of enterprise-managed authorization;
 //! - `flow`: one authorization (client credentials or authorization code) and scope choice;
 //! - `store`: [`TokenStore`] and [`MemoryTokenStore`]; `file_store`: [`FileTokenStore`], a
@@ -34,6 +35,7 @@
 mod authorizer;
 pub(crate) mod challenge;
 mod discovery;
+pub(crate) mod dpop;
 mod enterprise;
 mod file_store;
 mod flow;

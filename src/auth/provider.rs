@@ -24,12 +24,12 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use awc::http::header::HeaderValue;
+use awc::http::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use url::Url;
 
 use super::challenge::Challenge;
 use super::discovery::{discover, Found};
-use super::flow::{authorize, initial_scope, union, Failed};
+use super::flow::{authorize, dpop_key, initial_scope, union, Failed};
 use super::grant::{Grant, TokenRequest};
 use super::identity::identify;
 use super::Tokens;
@@ -74,6 +74,8 @@ struct State {
     stepped_up: Vec<String>,
     /// A refresh failed: the grant is over.
     refresh_failed: bool,
+    /// The MCP server's DPoP nonce.
+    rs_nonce: Option<String>,
 }
 
 impl Provider {
@@ -103,17 +105,44 @@ impl Provider {
         })
     }
 
-    /// The `Authorization` header for the next request (none before the first token), and
-    /// the generation of the tokens it carries.
-    pub fn header(&self) -> (Option<HeaderValue>, u64) {
+    /// The headers that present the token on a `method` request (none before the first
+    /// token): `Authorization: Bearer`, or for a DPoP-bound token `Authorization: DPoP` and a
+    /// fresh `DPoP` proof (with the server's nonce, if it gave one).
+    pub fn headers(&self, method: &str) -> Vec<(HeaderName, HeaderValue)> {
         let state = self.state.borrow();
-        let value = state.tokens.as_ref().and_then(|t| {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", t.access_token.expose())).ok()?;
+        let Some(tokens) = &state.tokens else {
+            return Vec::new();
+        };
+        let token = tokens.access_token.expose();
+        let mut headers = Vec::with_capacity(2);
+        let scheme = if tokens.dpop { "DPoP" } else { "Bearer" };
+        if let Ok(mut value) = HeaderValue::from_str(&format!("{scheme} {token}")) {
             value.set_sensitive(true);
-            Some(value)
-        });
-        (value, state.generation)
+            headers.push((AUTHORIZATION, value));
+        }
+        if tokens.dpop {
+            let proof = self.config.dpop_key.key().and_then(|key| {
+                key.proof(method, &self.url, Some(token), state.rs_nonce.as_deref())
+            });
+            match proof.map(|p| HeaderValue::from_str(&p)) {
+                Ok(Ok(value)) => headers.push((HeaderName::from_static("dpop"), value)),
+                _ => {
+                    tracing::warn!(server = %self.server, "no DPoP proof could be made for a request")
+                }
+            }
+        }
+        headers
+    }
+
+    /// The server asked for a DPoP nonce (`use_dpop_nonce`, RFC 9449 §9): later proofs carry
+    /// it. True if it is new (a re-send may help).
+    pub fn set_rs_nonce(&self, nonce: &str) -> bool {
+        let mut state = self.state.borrow_mut();
+        if state.rs_nonce.as_deref() == Some(nonce) {
+            return false;
+        }
+        state.rs_nonce = Some(nonce.chars().take(256).collect());
+        true
     }
 
     /// The generation of the current tokens.
@@ -333,6 +362,7 @@ impl Provider {
             client: &client,
             resource: &found.resource,
             scope: None,
+            dpop: dpop_key(&self.config, found)?,
         }
         .send(Grant::Refresh(refresh))
         .await

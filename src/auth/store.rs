@@ -28,6 +28,9 @@ pub struct Tokens {
     pub expires_at: Option<SystemTime>,
     /// The scopes granted (or requested, when the answer did not say), space separated.
     pub scope: Option<String>,
+    /// Bound to this configuration's DPoP key (RFC 9449): presented with the `DPoP` scheme
+    /// and a proof.
+    pub dpop: bool,
 }
 
 impl Tokens {
@@ -39,6 +42,7 @@ impl Tokens {
             refresh_token: None,
             expires_at: None,
             scope: None,
+            dpop: false,
         }
     }
 

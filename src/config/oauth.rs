@@ -57,6 +57,10 @@ pub struct OAuthConfig {
     /// Enterprise-managed authorization: the ID-JAG from this identity provider is the
     /// JWT-bearer grant's assertion.
     pub(crate) enterprise: Option<EnterpriseIdp>,
+    /// Use DPoP where the authorization server supports it.
+    pub(crate) dpop: bool,
+    /// The DPoP key, shared by clones (so that tokens bound to it outlive a connection).
+    pub(crate) dpop_key: Arc<crate::auth::dpop::DpopKeySlot>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) redirect_uri: String,
     pub(crate) client_name: String,
@@ -84,6 +88,8 @@ impl OAuthConfig {
             headless: false,
             jwt_assertion: None,
             enterprise: None,
+            dpop: false,
+            dpop_key: Arc::default(),
             client_metadata_url: None,
             redirect_uri: DEFAULT_REDIRECT_URI.to_owned(),
             client_name: "mcp-supervisor".to_owned(),
@@ -272,6 +278,15 @@ impl OAuthConfig {
         self
     }
 
+    /// Uses DPoP (RFC 9449, the `io.modelcontextprotocol/auth/dpop` extension) where the
+    /// authorization server supports it (ES256): tokens bound to a key pair of this
+    /// configuration, generated when first needed and kept in memory only (so a token bound
+    /// to it does not survive a restart of this process), and a fresh proof on every request.
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
+        self
+    }
+
     /// How long the [`Authorizer`] may take (default 10 minutes).
     pub fn authorize_timeout(mut self, timeout: Duration) -> Self {
         self.authorize_timeout = timeout;
@@ -360,6 +375,7 @@ impl PartialEq for OAuthConfig {
             && self.issuer == other.issuer
             && self.headless == other.headless
             && self.enterprise == other.enterprise
+            && self.dpop == other.dpop
             && match (&self.jwt_assertion, &other.jwt_assertion) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 (None, None) => true,
@@ -400,6 +416,7 @@ impl fmt::Debug for OAuthConfig {
             .field("auth_method", &self.auth_method)
             .field("issuer", &self.issuer)
             .field("enterprise", &self.enterprise)
+            .field("dpop", &self.dpop)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("redirect_uri", &self.redirect_uri)
             .finish_non_exhaustive()

@@ -12,10 +12,14 @@
 //! of `admin` needs the scope `mcp:admin` (`403 insufficient_scope` otherwise) and of `never`
 //! a scope the authorization server never grants. Sessions are forgotten on a restart
 //! ([`OAuthServer::restart`]); tokens are not (they live in the authorization server).
+//! With [`OAuthServer::dpop`] on, DPoP-bound tokens need a proof for them and the server's
+//! nonce. The authorization server's endpoints are in `endpoints`.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+mod endpoints;
 
 use actix_web::dev::ServerHandle;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -42,6 +46,10 @@ pub struct Counts {
     pub token_client_credentials: usize,
     pub token_jwt_bearer: usize,
     pub idp_exchanges: usize,
+    /// MCP requests that presented a DPoP-bound token with a proof for it.
+    pub dpop_proofs: usize,
+    /// Token requests that carried a DPoP proof.
+    pub dpop_token_proofs: usize,
     pub mcp_posts: usize,
     pub mcp_401: usize,
     pub mcp_403: usize,
@@ -66,6 +74,10 @@ struct State {
     expires_in: Option<u64>,
     refuse_all: bool,
     id_jags: HashSet<String>,
+    /// DPoP: advertised, tokens bound when the token request has a proof, and the MCP
+    /// server's nonce.
+    dpop: bool,
+    dpop_bound: HashSet<String>,
 }
 
 #[derive(Clone)]
@@ -111,10 +123,10 @@ impl OAuthServer {
                     "/.well-known/oauth-authorization-server",
                     web::get().to(as_metadata),
                 )
-                .route("/authorize", web::get().to(authorize))
-                .route("/token", web::post().to(token))
-                .route("/register", web::post().to(register))
-                .route("/idp/token", web::post().to(idp_token))
+                .route("/authorize", web::get().to(endpoints::authorize))
+                .route("/token", web::post().to(endpoints::token))
+                .route("/register", web::post().to(endpoints::register))
+                .route("/idp/token", web::post().to(endpoints::idp_token))
                 .route("/mcp", web::post().to(mcp))
                 // No GET stream, no DELETE: 405, as the spec allows.
                 .route("/mcp", web::route().to(HttpResponse::MethodNotAllowed))
@@ -163,6 +175,12 @@ impl OAuthServer {
         self.shared.lock().refuse_all = on;
     }
 
+    /// Advertises DPoP and binds tokens to the proof's key; the MCP server asks for a nonce
+    /// once and then wants it in every proof.
+    pub fn dpop(&self, on: bool) {
+        self.shared.lock().dpop = on;
+    }
+
     /// `expires_in` of the tokens issued from now on.
     pub fn expires_in(&self, seconds: Option<u64>) {
         self.shared.lock().expires_in = seconds;
@@ -194,7 +212,8 @@ async fn prm(shared: web::Data<Shared>) -> HttpResponse {
 
 async fn as_metadata(shared: web::Data<Shared>) -> HttpResponse {
     let o = shared.origin();
-    HttpResponse::Ok().json(json!({
+    let dpop = shared.lock().dpop;
+    let mut metadata = json!({
         "issuer": o,
         "authorization_endpoint": format!("{o}/authorize"),
         "token_endpoint": format!("{o}/token"),
@@ -204,150 +223,24 @@ async fn as_metadata(shared: web::Data<Shared>) -> HttpResponse {
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
         "scopes_supported": ["mcp:basic", "mcp:admin", "offline_access"],
         "authorization_response_iss_parameter_supported": true,
-    }))
-}
-
-fn scopes(s: Option<&str>) -> HashSet<String> {
-    s.unwrap_or("")
-        .split(' ')
-        .filter(|s| !s.is_empty() && *s != "mcp:never")
-        .map(Into::into)
-        .collect()
-}
-
-async fn authorize(
-    shared: web::Data<Shared>,
-    q: web::Query<HashMap<String, String>>,
-) -> HttpResponse {
-    let mut st = shared.lock();
-    st.counts.authorize += 1;
-    st.counts
-        .authorize_scopes
-        .push(q.get("scope").cloned().unwrap_or_default());
-    if q.get("code_challenge_method").map(String::as_str) != Some("S256")
-        || q.get("resource").is_none()
-    {
-        return HttpResponse::BadRequest().finish();
-    }
-    st.next += 1;
-    let code = format!("code-{MARK}-{}", st.next);
-    let challenge = q.get("code_challenge").cloned().unwrap_or_default();
-    st.codes.insert(
-        code.clone(),
-        (challenge, scopes(q.get("scope").map(String::as_str))),
-    );
-    let mut to = url::Url::parse(&q["redirect_uri"]).expect("a redirect uri");
-    to.query_pairs_mut()
-        .append_pair("code", &code)
-        .append_pair("state", q.get("state").map_or("", String::as_str))
-        .append_pair("iss", &shared.origin());
-    HttpResponse::Found()
-        .insert_header(("location", to.as_str()))
-        .finish()
-}
-
-async fn register(shared: web::Data<Shared>, body: web::Json<Value>) -> HttpResponse {
-    shared.lock().counts.register += 1;
-    assert_eq!(body["application_type"], "native");
-    HttpResponse::Created()
-        .json(json!({"client_id": "dyn-client", "token_endpoint_auth_method": "none"}))
-}
-
-fn issue(st: &mut State, granted: HashSet<String>, with_refresh: bool) -> Value {
-    st.next += 1;
-    let access = format!("access-{MARK}-{}", st.next);
-    st.access.insert(access.clone(), granted.clone());
-    let mut answer = json!({
-        "access_token": access,
-        "token_type": "Bearer",
-        "scope": granted.iter().cloned().collect::<Vec<_>>().join(" "),
     });
-    if let Some(s) = st.expires_in {
-        answer["expires_in"] = json!(s);
+    if dpop {
+        metadata["dpop_signing_alg_values_supported"] = json!(["ES256"]);
     }
-    if with_refresh {
-        let refresh = format!("refresh-{MARK}-{}", st.next);
-        st.refresh.insert(refresh.clone(), granted);
-        answer["refresh_token"] = json!(refresh);
-    }
-    answer
+    HttpResponse::Ok().json(metadata)
 }
 
-fn oauth_error(code: &str) -> HttpResponse {
-    HttpResponse::BadRequest().json(json!({"error": code, "error_description": "refused"}))
+/// The claims of a DPoP proof (unverified: the tests check what the client put in it).
+fn proof_claims(req: &HttpRequest) -> Option<Value> {
+    let proof = req.headers().get("dpop")?.to_str().ok()?;
+    let claims = proof.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
-async fn token(
-    shared: web::Data<Shared>,
-    req: HttpRequest,
-    form: web::Form<HashMap<String, String>>,
-) -> HttpResponse {
-    let mut st = shared.lock();
-    if form.get("resource").map(String::as_str) != Some(&format!("{}/mcp", shared.origin())) {
-        return oauth_error("invalid_target");
-    }
-    match form.get("grant_type").map(String::as_str) {
-        Some("authorization_code") => {
-            st.counts.token_code += 1;
-            let code = form.get("code").cloned().unwrap_or_default();
-            let Some((challenge, granted)) = st.codes.remove(&code) else {
-                return oauth_error("invalid_grant");
-            };
-            let verifier = form.get("code_verifier").cloned().unwrap_or_default();
-            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(sha2::Sha256::digest(verifier.as_bytes()).as_slice());
-            if computed != challenge {
-                return oauth_error("invalid_grant");
-            }
-            HttpResponse::Ok().json(issue(&mut st, granted, true))
-        }
-        Some("refresh_token") => {
-            st.counts.token_refresh += 1;
-            let old = form.get("refresh_token").cloned().unwrap_or_default();
-            if st.fail_refresh {
-                return oauth_error("invalid_grant");
-            }
-            let Some(granted) = st.refresh.remove(&old) else {
-                return oauth_error("invalid_grant");
-            };
-            HttpResponse::Ok().json(issue(&mut st, granted, true))
-        }
-        Some("client_credentials") => {
-            st.counts.token_client_credentials += 1;
-            let expected = format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD
-                    .encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
-            );
-            let basic = req
-                .headers()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok());
-            if basic != Some(expected.as_str()) {
-                return HttpResponse::Unauthorized().json(json!({"error": "invalid_client"}));
-            }
-            HttpResponse::Ok().json(issue(
-                &mut st,
-                scopes(form.get("scope").map(String::as_str)),
-                false,
-            ))
-        }
-        Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
-            st.counts.token_jwt_bearer += 1;
-            let assertion = form.get("assertion").map(String::as_str);
-            if assertion != Some(WORKLOAD_JWT) && assertion.is_none_or(|a| !st.id_jags.contains(a))
-            {
-                return oauth_error("invalid_grant");
-            }
-            HttpResponse::Ok().json(issue(
-                &mut st,
-                scopes(form.get("scope").map(String::as_str)),
-                false,
-            ))
-        }
-        _ => oauth_error("unsupported_grant_type"),
-    }
-}
+const RS_NONCE: &str = "rs-nonce-1";
 
 fn challenge(origin: &str, status: u16, error: &str, scope: &str) -> HttpResponse {
     let value = format!(
@@ -367,6 +260,39 @@ async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    let scheme = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(' ').next())
+        .unwrap_or("");
+    let token = token.or_else(|| {
+        req.headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("DPoP "))
+    });
+    if let Some(t) = token.filter(|t| st.dpop_bound.contains(*t)) {
+        let ath = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(t.as_bytes()).as_slice());
+        let claims = proof_claims(&req);
+        let proof_ok = scheme == "DPoP"
+            && claims
+                .as_ref()
+                .is_some_and(|c| c["ath"] == ath.as_str() && c["htm"] == "POST");
+        if !proof_ok {
+            st.counts.mcp_401 += 1;
+            return challenge(&origin, 401, "invalid_token", "mcp:basic");
+        }
+        if claims.as_ref().is_some_and(|c| c["nonce"] != RS_NONCE) {
+            st.counts.mcp_401 += 1;
+            return HttpResponse::Unauthorized()
+                .insert_header(("www-authenticate", r#"DPoP error="use_dpop_nonce""#))
+                .insert_header(("dpop-nonce", RS_NONCE))
+                .finish();
+        }
+        st.counts.dpop_proofs += 1;
+    }
     let valid = token.and_then(|t| st.access.get(t)).cloned();
     let Some(granted) = valid.filter(|_| !st.refuse_all) else {
         st.counts.mcp_401 += 1;
@@ -427,33 +353,4 @@ async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>
         _ => return HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no such method"}})),
     };
     HttpResponse::Ok().json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-}
-
-/// The enterprise identity provider's token exchange (RFC 8693): an ID token for an ID-JAG
-/// whose audience is the authorization server and whose resource is the MCP server.
-async fn idp_token(
-    shared: web::Data<Shared>,
-    form: web::Form<HashMap<String, String>>,
-) -> HttpResponse {
-    let origin = shared.origin();
-    let mut st = shared.lock();
-    st.counts.idp_exchanges += 1;
-    let f = |k: &str| form.get(k).map(String::as_str);
-    let ok = f("grant_type") == Some("urn:ietf:params:oauth:grant-type:token-exchange")
-        && f("requested_token_type") == Some("urn:ietf:params:oauth:token-type:id-jag")
-        && f("subject_token_type") == Some("urn:ietf:params:oauth:token-type:id_token")
-        && f("subject_token") == Some(ID_TOKEN)
-        && f("audience") == Some(origin.as_str())
-        && f("resource") == Some(format!("{origin}/mcp").as_str());
-    if !ok {
-        return oauth_error("invalid_grant");
-    }
-    st.next += 1;
-    let id_jag = format!("idjag-{MARK}-{}", st.next);
-    st.id_jags.insert(id_jag.clone());
-    HttpResponse::Ok().json(json!({
-        "access_token": id_jag,
-        "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
-        "token_type": "N_A",
-    }))
 }

@@ -19,6 +19,8 @@ use crate::transport::TransportEvent;
 pub(super) struct Rounds {
     unauthorized: bool,
     forbidden: bool,
+    /// A re-send with the DPoP nonce the server asked for (RFC 9449 §9).
+    nonce: bool,
 }
 
 /// What the send path does next.
@@ -44,6 +46,14 @@ pub(super) async fn on_refusal(
     let Some(auth) = &shared.auth else {
         return Next::Answer(response);
     };
+    if status == StatusCode::UNAUTHORIZED && !rounds.nonce {
+        if let Some(nonce) = dpop_nonce(&response) {
+            rounds.nonce = true;
+            if auth.set_rs_nonce(&nonce) {
+                return Next::Resend;
+            }
+        }
+    }
     let used = match status {
         StatusCode::UNAUTHORIZED => &mut rounds.unauthorized,
         StatusCode::FORBIDDEN => &mut rounds.forbidden,
@@ -91,4 +101,32 @@ pub(super) async fn on_refusal(
             Next::Done
         }
     }
+}
+
+/// The nonce of a `use_dpop_nonce` challenge (RFC 9449 §9), if the answer is one.
+fn dpop_nonce(response: &Response) -> Option<String> {
+    let values: Vec<String> = response
+        .headers()
+        .get_all("www-authenticate")
+        .take(challenge::MAX_CHALLENGES)
+        .map(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .chars()
+                .take(4096)
+                .collect()
+        })
+        .collect();
+    let challenges = challenge::parse_all(values.iter().map(String::as_str));
+    challenges
+        .iter()
+        .any(|c| c.error() == Some("use_dpop_nonce"))
+        .then(|| {
+            response
+                .headers()
+                .get("dpop-nonce")?
+                .to_str()
+                .ok()
+                .map(str::to_owned)
+        })
+        .flatten()
 }

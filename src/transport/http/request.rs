@@ -71,8 +71,11 @@ impl Shared {
         for (name, value) in &self.headers {
             request = request.insert_header((name.clone(), value.clone()));
         }
-        if let Some((Some(token), _)) = self.auth.as_ref().map(|auth| auth.header()) {
-            request = request.insert_header((awc::http::header::AUTHORIZATION, token));
+        if let Some(auth) = &self.auth {
+            let method = request.get_method().as_str().to_owned();
+            for header in auth.headers(&method) {
+                request = request.insert_header(header);
+            }
         }
         request.insert_header((ACCEPT_ENCODING, "identity"))
     }
