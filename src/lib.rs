@@ -63,7 +63,9 @@
 //!   (`WWW-Authenticate`), `metadata` (the documents, where they are, their checks),
 //!   `discovery`, `identity` (pre-registered, CIMD, DCR), `grant` (token requests, client
 //!   authentication), `authorizer` (the application's [`Authorizer`](auth::Authorizer), PKCE,
-//!   `state`/`iss`), `flow` (one authorization, scopes), `store` and `file_store` (the
+//!   `state`/`iss`), `flow` (one authorization, scopes), `dpop` (RFC 9449 keys and
+//!   proofs), `enterprise` (the token exchange of enterprise-managed authorization), `store`
+//!   and `file_store` (the
 //!   [`TokenStore`](auth::TokenStore)s), `provider` (what the HTTP transport asks for a header
 //!   and tells about a 401/403: refresh, step-up, authorization required) and `http`.
 //!   [`OAuthConfig`](config::OAuthConfig) is in [`config`].
