@@ -66,6 +66,17 @@
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON
 //!   with comments, each host's keys (`entry`), `${VAR}` expansion (`expand`), `envFile`,
 //!   our own per-server settings (`own_settings`) and partial loads ([`LoadOptions`]).
+//! - [`auth`]: MCP's OAuth profile for HTTP servers, one concept per file: `secret`
+//!   ([`Secret`](auth::Secret), credentials `Debug` never shows), `challenge`
+//!   (`WWW-Authenticate`), `metadata` (the documents, where they are, their checks),
+//!   `discovery`, `identity` (pre-registered, CIMD, DCR), `grant` (token requests, client
+//!   authentication), `authorizer` (the application's [`Authorizer`](auth::Authorizer), PKCE,
+//!   `state`/`iss`), `flow` (one authorization, scopes), `dpop` (RFC 9449 keys and
+//!   proofs), `enterprise` (the token exchange of enterprise-managed authorization), `store`
+//!   and `file_store` (the
+//!   [`TokenStore`](auth::TokenStore)s), `provider` (what the HTTP transport asks for a header
+//!   and tells about a 401/403: refresh, step-up, authorization required) and `http`.
+//!   [`OAuthConfig`](config::OAuthConfig) is in [`config`].
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
@@ -88,7 +99,8 @@
 //!   left the group, read from `/proc`, so that they are stopped too), and `http`, Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and
-//!   abortable), `answer` (what an answer's status means), `stream` (SSE answers and their
+//!   abortable), `answer` (what an answer's status means), `authorize` (a 401/403 handed to the
+//!   OAuth provider, and the one re-send), `stream` (SSE answers and their
 //!   resumption with `Last-Event-ID`), `listen` (the GET stream); its `mod.rs` holds `connect`
 //!   and the handle that DELETEs the session on shutdown. Both transports hand the actor the
 //!   same event stream.
@@ -135,6 +147,8 @@
 compile_error!("mcp-supervisor needs at least one transport: enable the `stdio` or `http` feature (both are default)");
 
 pub mod actor;
+#[cfg(feature = "http")]
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod policy;

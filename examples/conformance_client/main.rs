@@ -7,7 +7,8 @@
 //! `MCP_CONFORMANCE_CONTEXT` (JSON, e.g. the `toolCalls` to make). The client supervises that
 //! one server over Streamable HTTP with the normal runtime, its `protocol` setting pinned to
 //! the era of that revision (or `auto`, see [`protocol_for`]), does what the scenario asks
-//! (`scenarios`; `handler` answers the server's requests), and exits 0 if every
+//! (`scenarios`; `handler` answers the server's requests; `auth` authorizes, headlessly, for
+//! the `auth/*` scenarios), and exits 0 if every
 //! call got the answer it should (the suite judges the rest from what it saw on the wire).
 //!
 //! ```sh
@@ -17,6 +18,7 @@
 //!     --scenario tools_call --spec-version 2026-07-28
 //! ```
 
+mod auth;
 mod handler;
 mod scenarios;
 
@@ -64,6 +66,7 @@ async fn run(
     let sup = Supervisor::builder()
         .server(
             ServerConfig::http(SERVER, url)
+                .oauth(auth::config(&scenario, &context))
                 .protocol(protocol)
                 .max_connect_retries(1)
                 .call_timeout(Duration::from_secs(20)),

@@ -43,6 +43,9 @@ pub async fn run(scenario: &str, s: &Session) -> Outcome {
         // and its retry after a version error), and listing the tools without following a
         // `$ref` or calling one.
         "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Ok(()),
+        // Authorization scenarios: connecting authorized is most of it; then the calls that
+        // carry the token (and, for step-up, need more scopes).
+        _ if scenario.starts_with("auth/") => authorized_calls(s).await,
         _ => context_calls(s).await,
     }
 }
@@ -129,6 +132,16 @@ async fn context_calls(s: &Session) -> Outcome {
             .ok_or("a toolCalls entry without a name")?;
         let arguments = tool_call.get("arguments").cloned().unwrap_or(json!({}));
         call(s, name, arguments).await?;
+    }
+    Ok(())
+}
+
+/// What the `auth/*` scenarios watch for after connecting: `tools/list`, then `tools/call`
+/// of `test-tool` (when listed) with `{}`.
+async fn authorized_calls(s: &Session) -> Outcome {
+    s.sup.send(ListTools::new(SERVER)).await??;
+    if s.tools.iter().any(|t| t.name == "test-tool") {
+        call(s, "test-tool", json!({})).await?;
     }
     Ok(())
 }

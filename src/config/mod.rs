@@ -9,6 +9,7 @@
 //!
 //! - `settings`: [`Settings`], their defaults, and how overrides layer on them.
 //! - `transport`: [`Transport`], [`StdioConfig`], [`HttpConfig`], and what of them may be shown.
+//! - `oauth`: [`OAuthConfig`], how a server behind MCP's authorization profile is authorized.
 //! - `server_config`: [`ServerConfig`] and its builder methods.
 //! - `validate`: [`ServerConfig::validate`], every check in one place.
 //! - `mcp_servers`: the `mcpServers` JSON loader ([`ServerConfig::load_mcp_servers`],
@@ -16,12 +17,16 @@
 //!   host's keys, variable expansion, `envFile`, our own per-server settings.
 
 mod mcp_servers;
+#[cfg(feature = "http")]
+mod oauth;
 mod server_config;
 mod settings;
 mod transport;
 mod validate;
 
 pub use mcp_servers::{LoadOptions, Loaded};
+#[cfg(feature = "http")]
+pub use oauth::{OAuthConfig, DEFAULT_REDIRECT_URI};
 pub use server_config::ServerConfig;
 pub use settings::Settings;
 pub use transport::{HttpConfig, StdioConfig, Transport, SAFE_ENV_VARS};

@@ -68,6 +68,8 @@ impl ServerConfig {
             transport: Transport::Http(HttpConfig {
                 url: url.into(),
                 headers: BTreeMap::new(),
+                #[cfg(feature = "http")]
+                oauth: None,
             }),
             overrides: Overrides::default(),
             misuse: None,
@@ -89,6 +91,45 @@ impl ServerConfig {
     pub fn bearer_token(self, token: impl AsRef<str>) -> Self {
         let value = format!("Bearer {}", token.as_ref());
         self.header("Authorization", value)
+    }
+
+    /// Authorizes with MCP's OAuth profile (HTTP only): on a `401` the server's authorization
+    /// server is discovered and a token obtained as `oauth` says, then sent with every request
+    /// and refreshed ahead of its expiry.
+    ///
+    /// ```
+    /// use mcp_supervisor::config::OAuthConfig;
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let crm = ServerConfig::http("crm", "https://mcp.example.com/mcp")
+    ///     .oauth(OAuthConfig::client_credentials("svc", "s3cret"));
+    /// assert!(!format!("{crm:?}").contains("s3cret"));
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn oauth(mut self, oauth: super::OAuthConfig) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => http.oauth = Some(Box::new(oauth)),
+            Transport::Stdio(_) => self.misuse = Some("oauth"),
+        }
+        self
+    }
+
+    /// Sets the [`Authorizer`](crate::auth::Authorizer) of this server's OAuth configuration
+    /// (one loaded from an `mcpServers` file has none), or authorizes with the authorization
+    /// code grant through it if the server had no OAuth configuration (HTTP only).
+    #[cfg(feature = "http")]
+    pub fn oauth_authorizer(mut self, authorizer: impl crate::auth::Authorizer) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => {
+                let oauth = match http.oauth.take() {
+                    Some(oauth) => oauth.authorizer(authorizer),
+                    None => super::OAuthConfig::authorization_code(authorizer),
+                };
+                http.oauth = Some(Box::new(oauth));
+            }
+            Transport::Stdio(_) => self.misuse = Some("oauth_authorizer"),
+        }
+        self
     }
 
     fn stdio_mut(&mut self, method: &'static str) -> Option<&mut StdioConfig> {

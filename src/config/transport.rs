@@ -28,16 +28,22 @@ pub struct HttpConfig {
     /// Headers sent with every request, e.g. `Authorization`. Their values never appear in logs
     /// or `Debug` output.
     pub headers: BTreeMap<String, String>,
+    /// OAuth authorization (MCP's authorization profile), if the server needs it (boxed:
+    /// most servers have none).
+    #[cfg(feature = "http")]
+    pub oauth: Option<Box<super::OAuthConfig>>,
 }
 
 // Header values are credentials more often than not: Debug shows their names only, and the
 // URL without its userinfo and query (where hosted servers often put API keys).
 impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("url", &redact_url(&self.url))
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .finish()
+        let mut f = f.debug_struct("HttpConfig");
+        f.field("url", &redact_url(&self.url))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>());
+        #[cfg(feature = "http")]
+        f.field("oauth", &self.oauth);
+        f.finish()
     }
 }
 

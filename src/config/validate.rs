@@ -197,6 +197,21 @@ fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
             ));
         }
     }
+    #[cfg(feature = "http")]
+    if let Some(oauth) = &http.oauth {
+        if http
+            .headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+        {
+            return Err(Error::config(
+                server,
+                "oauth",
+                "an Authorization header is configured too: keep one of them",
+            ));
+        }
+        oauth.validate(server)?;
+    }
     Ok(())
 }
 

@@ -108,6 +108,15 @@ impl Error {
         }
     }
 
+    /// Authorization could not be obtained; `reason` may quote an authorization server.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn authorization_required(server: &str, reason: impl AsRef<str>) -> Self {
+        Error::AuthorizationRequired {
+            server: server.to_owned(),
+            reason: server_text(reason.as_ref()),
+        }
+    }
+
     /// The server answered `initialize` with `version`, which is not one of `supported`.
     pub(crate) fn unsupported_version(server: &str, version: &str, supported: &[&str]) -> Self {
         Error::UnsupportedProtocolVersion {

@@ -113,6 +113,19 @@ pub enum Error {
         message: String,
     },
 
+    /// The server needs OAuth authorization that could not be obtained now: discovery or the
+    /// authorization server failed, refreshing the token failed, or an interactive
+    /// authorization is needed and no [`Authorizer`](crate::auth::Authorizer) could give one.
+    /// The server goes to `Failed` without retrying on its own: run the authorization again
+    /// (send `Reconnect` once the application is ready to). Never carries a token or secret.
+    #[error("server `{server}` needs authorization: {reason}")]
+    AuthorizationRequired {
+        /// Server name.
+        server: String,
+        /// Why it could not be obtained (server text escaped and bounded).
+        reason: String,
+    },
+
     /// The server speaks no protocol version this client does: it answered `initialize` with
     /// another, or named only others (`-32022`, `server/discover`). Not retried.
     #[error("server `{server}` speaks protocol version `{version}`, which this client does not (it speaks {supported})")]
@@ -234,7 +247,8 @@ pub enum ErrorKind {
     Unavailable,
     /// The connection could not be made or broke.
     InvalidConnection,
-    /// The server refused our credentials (HTTP 401/403). Fix the configuration.
+    /// The server refused our credentials (HTTP 401/403), or authorization could not be
+    /// obtained. Fix the configuration, or authorize again.
     Unauthorized,
     /// The server speaks a protocol version we do not.
     UnsupportedProtocolVersion,
@@ -286,7 +300,9 @@ impl Error {
             Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
             Error::Unavailable { .. } => ErrorKind::Unavailable,
             Error::Connection { .. } | Error::Spawn { .. } => ErrorKind::InvalidConnection,
-            Error::Unauthorized { .. } => ErrorKind::Unauthorized,
+            Error::Unauthorized { .. } | Error::AuthorizationRequired { .. } => {
+                ErrorKind::Unauthorized
+            }
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Rpc { .. } | Error::HeaderMismatch { .. } => ErrorKind::Rpc,
@@ -308,6 +324,7 @@ impl Error {
         !matches!(
             self,
             Error::Unauthorized { .. }
+                | Error::AuthorizationRequired { .. }
                 | Error::UnsupportedProtocolVersion { .. }
                 | Error::Spawn { .. }
                 | Error::Config { .. }

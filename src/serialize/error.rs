@@ -176,6 +176,7 @@ impl From<&Error> for ErrorView {
                 view.field = owned(field);
             }
             Error::Unavailable { server, .. }
+            | Error::AuthorizationRequired { server, .. }
             | Error::UnsupportedProtocolVersion { server, .. }
             | Error::Overloaded { server, .. }
             | Error::ServerNotFound { server }

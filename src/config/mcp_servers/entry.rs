@@ -3,7 +3,7 @@
 //!
 //! Its own room because this is where the hosts' formats meet: Claude's `command`/`args`/
 //! `env`/`type`, Cursor's and VS Code's `envFile`, VS Code's `enabled`, Windsurf's
-//! `serverUrl`, our own `"mcp-supervisor"` key. Keys that no host gives a meaning we could
+//! `serverUrl`, Claude Code's `oauth`, our own `"mcp-supervisor"` key. Keys that no host gives a meaning we could
 //! use (`autoApprove`, `disabledTools`, `timeout`, VS Code's `dev`, ...) are ignored, as the
 //! hosts ignore each other's.
 
@@ -15,6 +15,8 @@ use serde_json::{Map, Value};
 use super::expand::{Expanded, Vars};
 use super::own_settings::{self, OWN_KEY};
 use super::{env_file, ServerConfig};
+#[cfg(feature = "http")]
+use crate::config::OAuthConfig;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 
@@ -249,7 +251,72 @@ fn parse_http(
     for (k, v) in string_map(at, obj, "headers")? {
         config = config.header(k, v);
     }
+    #[cfg(feature = "http")]
+    if let Some(oauth) = parse_oauth(at, obj)? {
+        config = config.oauth(oauth);
+    }
     Ok(config)
+}
+
+/// Claude Code's `oauth` key (`clientId`, `callbackPort`), with `clientSecret` (expanded, so
+/// `"${CLIENT_SECRET}"` keeps it out of the file), `clientMetadataUrl`, and `grant`
+/// (`authorization_code`, the default, or `client_credentials`). An authorization code grant
+/// read from a file has no [`Authorizer`](crate::auth::Authorizer): it uses the tokens in its
+/// store until the application adds one ([`ServerConfig::oauth_authorizer`]).
+#[cfg(feature = "http")]
+fn parse_oauth(at: &At<'_>, obj: &Map<String, Value>) -> Result<Option<OAuthConfig>, Error> {
+    let oauth = match obj.get("oauth") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(oauth)) => oauth,
+        Some(_) => return Err(at.error("oauth", "expected an object")),
+    };
+    let text = |key: &str| -> Result<Option<String>, Error> {
+        match oauth.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => Ok(Some(
+                at.expand(&format!("oauth.{key}"), value, false)?.value,
+            )),
+        }
+    };
+    let client_id = text("clientId")?;
+    let secret = text("clientSecret")?;
+    let mut config = match text("grant")?.as_deref() {
+        None | Some("authorization_code") => {
+            let mut config = OAuthConfig::stored_tokens(std::sync::Arc::new(
+                crate::auth::MemoryTokenStore::default(),
+            ));
+            if let Some(id) = client_id {
+                config = config.client_id(id);
+            }
+            if let Some(secret) = secret {
+                config = config.client_secret(secret);
+            }
+            config
+        }
+        Some("client_credentials") => {
+            let id = client_id.ok_or_else(|| at.error("oauth.clientId", "missing"))?;
+            let secret = secret.ok_or_else(|| at.error("oauth.clientSecret", "missing"))?;
+            OAuthConfig::client_credentials(id, secret)
+        }
+        Some(_) => {
+            return Err(at.error(
+                "oauth.grant",
+                "expected \"authorization_code\" or \"client_credentials\"",
+            ))
+        }
+    };
+    match oauth.get("callbackPort") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) => match n.as_u64().and_then(|p| u16::try_from(p).ok()) {
+            Some(port) if port > 0 => config = config.callback_port(port),
+            _ => return Err(at.error("oauth.callbackPort", "expected a port number")),
+        },
+        Some(_) => return Err(at.error("oauth.callbackPort", "expected a port number")),
+    }
+    if let Some(url) = text("clientMetadataUrl")? {
+        config = config.client_metadata_url(url);
+    }
+    Ok(Some(config))
 }
 
 /// An optional object of strings (`env`, `headers`), its values expanded.

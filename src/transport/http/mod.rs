@@ -38,11 +38,14 @@
 //!   the session id those headers carry;
 //! - `send`: the send loop, one POST per message, and the failures of the exchange itself;
 //! - `answer`: what an answer to a POST means, by status and content type;
+//! - `authorize`: a `401`/`403` of a server with OAuth, handed to the provider
+//!   ([`crate::auth`]) first, and the request re-sent once a new token may help;
 //! - `overload`: 429 and 503, and the server's `Retry-After`;
 //! - `stream`: reading SSE streams into events, and resuming an answer whose stream broke;
 //! - `listen`: the GET stream for server-initiated messages.
 
 mod answer;
+mod authorize;
 mod client;
 mod listen;
 mod overload;
@@ -60,6 +63,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Notify};
 
 use super::{Connection, Outbound, SkipCounters, TransportEvent};
+use crate::auth;
 use crate::config::{redact_url, HttpConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
@@ -74,6 +78,8 @@ struct Shared {
     /// The URL without credentials (userinfo, query), for logs and errors.
     shown_url: String,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// OAuth: the token for every request, and what a 401/403 means.
+    auth: Option<auth::provider::Provider>,
     session: RefCell<Option<String>>,
     protocol_version: RefCell<Option<String>>,
     events: mpsc::Sender<TransportEvent>,
@@ -169,12 +175,23 @@ pub(crate) fn connect(
         headers.push((name, value));
     }
     let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
+    let client = client::build_client(settings.connect_timeout)?;
+    let auth = match &config.oauth {
+        Some(oauth) => Some(auth::provider::Provider::new(
+            server.clone(),
+            &config.url,
+            (**oauth).clone(),
+            client.clone(),
+        )?),
+        None => None,
+    };
     let shared = Rc::new(Shared {
         server: server.clone(),
-        client: client::build_client(settings.connect_timeout)?,
+        client,
         url: config.url.clone(),
         shown_url: redact_url(&config.url),
         headers,
+        auth,
         session: RefCell::new(None),
         protocol_version: RefCell::new(None),
         events: events_tx,

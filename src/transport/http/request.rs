@@ -2,6 +2,7 @@
 //! id those headers carry.
 //!
 //! Its own room so that what goes on the wire is decided in one place: the configured headers,
+//! the OAuth token (`Authorization: Bearer`, from the provider),
 //! `Accept`/`Accept-Encoding`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
 //! and `MCP-Protocol-Version` (once the handshake agreed on one), and `Last-Event-ID` on a
 //! resuming GET. Sending and reading the answers is the callers' business.
@@ -69,6 +70,12 @@ impl Shared {
     fn request(&self, mut request: ClientRequest) -> ClientRequest {
         for (name, value) in &self.headers {
             request = request.insert_header((name.clone(), value.clone()));
+        }
+        if let Some(auth) = &self.auth {
+            let method = request.get_method().as_str().to_owned();
+            for header in auth.headers(&method) {
+                request = request.insert_header(header);
+            }
         }
         request.insert_header((ACCEPT_ENCODING, "identity"))
     }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::{answer, request, Shared};
+use super::{answer, authorize, request, Shared};
 use crate::transport::{Outgoing, TransportEvent};
 
 /// The headers a message of the 2026-07-28 revision brings along.
@@ -137,59 +137,77 @@ async fn post(
 ) {
     // Requests of the 2026-07-28 revision come with their own headers, and no session.
     let modern = !headers.is_empty();
-    let (request, had_session) = request::post(&shared, method.as_deref(), &headers);
-    let sent = tokio::select! {
-        sent = request.send_body(body) => sent,
-        _ = shared.closed() => return,
-    };
-    let response = match sent {
-        Ok(response) => response,
-        // awc reports a socket that closed after the request was written, before the answer's
-        // head came, as `Connect(Disconnected)`: the server may well have run it (killed
-        // mid-call), so it is an interrupted exchange, not one that never got there.
-        Err(SendRequestError::Connect(e)) if !matches!(e, ConnectError::Disconnected) => {
-            // The server cannot be reached: the connection is over, and this request never
-            // got there, so it can be sent again whatever its retry policy.
-            if let Some(id) = id {
-                shared.emit(TransportEvent::Rejected(vec![id])).await;
+    // Re-sends after an authorization refusal (`authorize`): bounded there.
+    let mut rounds = authorize::Rounds::default();
+    loop {
+        let generation = match &shared.auth {
+            Some(auth) => {
+                auth.fresh().await;
+                auth.generation()
             }
-            shared
-                .emit(TransportEvent::Closed(shared.connection_error(format!(
-                    "cannot connect to {}: {e}",
-                    shared.shown_url
-                ))))
-                .await;
-            return;
-        }
-        Err(e) => {
-            // This one exchange failed (a reset socket, a garbled answer): the session may
-            // well be fine. Its call follows the retry rules.
-            let error = shared.connection_error(format!("POST failed: {e}"));
-            match id {
-                Some(id) => {
-                    shared
-                        .emit(TransportEvent::Interrupted {
-                            ids: vec![id],
-                            error,
-                        })
-                        .await
+            None => 0,
+        };
+        let (request, had_session) = request::post(&shared, method.as_deref(), &headers);
+        let sent = tokio::select! {
+            sent = request.send_body(body.clone()) => sent,
+            _ = shared.closed() => return,
+        };
+        let response = match sent {
+            Ok(response) => response,
+            // awc reports a socket that closed after the request was written, before the answer's
+            // head came, as `Connect(Disconnected)`: the server may well have run it (killed
+            // mid-call), so it is an interrupted exchange, not one that never got there.
+            Err(SendRequestError::Connect(e)) if !matches!(e, ConnectError::Disconnected) => {
+                // The server cannot be reached: the connection is over, and this request never
+                // got there, so it can be sent again whatever its retry policy.
+                if let Some(id) = id {
+                    shared.emit(TransportEvent::Rejected(vec![id])).await;
                 }
-                None => {
-                    tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
-                }
+                shared
+                    .emit(TransportEvent::Closed(shared.connection_error(format!(
+                        "cannot connect to {}: {e}",
+                        shared.shown_url
+                    ))))
+                    .await;
+                return;
             }
-            return;
-        }
-    };
-    answer::on_response(
-        &shared,
-        response,
-        answer::Asked {
-            id,
-            method: method.as_deref().unwrap_or(""),
-            had_session,
-            modern,
-        },
-    )
-    .await;
+            Err(e) => {
+                // This one exchange failed (a reset socket, a garbled answer): the session may
+                // well be fine. Its call follows the retry rules.
+                let error = shared.connection_error(format!("POST failed: {e}"));
+                match id {
+                    Some(id) => {
+                        shared
+                            .emit(TransportEvent::Interrupted {
+                                ids: vec![id],
+                                error,
+                            })
+                            .await
+                    }
+                    None => {
+                        tracing::warn!(server = %shared.server, error = %error, "a notification could not be sent")
+                    }
+                }
+                return;
+            }
+        };
+        let response =
+            match authorize::on_refusal(&shared, response, id, generation, &mut rounds).await {
+                authorize::Next::Answer(response) => response,
+                authorize::Next::Resend => continue,
+                authorize::Next::Done => return,
+            };
+        answer::on_response(
+            &shared,
+            response,
+            answer::Asked {
+                id,
+                method: method.as_deref().unwrap_or(""),
+                had_session,
+                modern,
+            },
+        )
+        .await;
+        return;
+    }
 }

@@ -70,6 +70,7 @@ async fn flooded(message: String, settings: &Settings) -> (Connection, Arc<Atomi
     let config = HttpConfig {
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: Default::default(),
+        oauth: None,
     };
     let connection = connect(
         &Arc::from("flood"),

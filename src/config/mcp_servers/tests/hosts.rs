@@ -1,8 +1,8 @@
 //! Each host's format features, and variable expansion in every field.
 
-use std::path::Path;
-
-use super::{config_error, http, only, opts, stdio};
+#[cfg(feature = "http")]
+use super::http;
+use super::{config_error, only, opts, stdio};
 use crate::config::ServerConfig;
 
 /// Claude Code: `${VAR}` and `${VAR:-default}` in command, args, env, cwd; url and headers.
@@ -28,7 +28,7 @@ fn claude_code_variables_expand_in_every_field() {
     assert_eq!(s.args, ["--token=tok-SECRET-1", "$TOKEN", "fast"]);
     assert_eq!(s.env["API_KEY"], "tok-SECRET-1");
     assert_eq!(s.env["PLAIN"], "x");
-    assert_eq!(s.cwd.as_deref(), Some(Path::new("/home/u/work")));
+    assert_eq!(s.cwd.as_deref(), Some(std::path::Path::new("/home/u/work")));
     // The expanded secret is in neither server's Debug, nor the Loaded's.
     let shown = format!("{loaded:?}");
     assert!(!shown.contains("SECRET"), "{shown}");
@@ -228,4 +228,37 @@ fn windsurf_format() {
         config_error(&loaded.invalid[0]).1,
         "mcpServers.both.serverUrl"
     );
+}
+
+/// Claude Code's `oauth` key: `clientId` and `callbackPort`, the secret expanded from a
+/// variable and kept out of `Debug`; our `grant` picks client credentials.
+#[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
+fn claude_code_oauth_key() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {
+                "user": {"type": "http", "url": "https://mcp.example.com/mcp",
+                         "oauth": {"clientId": "app-1", "callbackPort": 8765}},
+                "svc": {"type": "http", "url": "https://mcp.example.com/mcp",
+                        "oauth": {"clientId": "svc", "clientSecret": "${TOKEN}", "grant": "client_credentials"}},
+                "bad": {"type": "http", "url": "https://mcp.example.com/mcp",
+                        "oauth": {"callbackPort": 70000}}
+            }}"#,
+        )
+        .unwrap();
+    assert_eq!(loaded.servers.len(), 2, "{:?}", loaded.invalid);
+    let user = http(&loaded.servers[1]).oauth.as_deref().expect("oauth");
+    assert_eq!(user.client_id.as_deref(), Some("app-1"));
+    assert_eq!(user.redirect_uri, "http://localhost:8765/callback");
+    assert!(!user.headless);
+    let svc = http(&loaded.servers[0]).oauth.as_deref().expect("oauth");
+    assert!(svc.headless);
+    assert_eq!(
+        svc.client_secret.as_ref().map(|s| s.expose()),
+        Some("tok-SECRET-1")
+    );
+    let shown = format!("{loaded:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(format!("{:?}", loaded.invalid).contains("oauth.callbackPort"));
 }

@@ -135,6 +135,7 @@ pub(super) fn stdio(config: &ServerConfig) -> &crate::config::StdioConfig {
     }
 }
 
+#[cfg(feature = "http")]
 pub(super) fn http(config: &ServerConfig) -> &crate::config::HttpConfig {
     match config.transport() {
         Transport::Http(h) => h,

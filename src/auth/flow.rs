@@ -1,0 +1,253 @@
+//! One authorization at an authorization server, once discovery and identity are settled:
+//! the client credentials grant, or the authorization code grant with PKCE S256 through the
+//! application's [`Authorizer`](super::Authorizer) — and the scopes to ask for.
+//!
+//! Scopes (both revisions, "Scope Selection Strategy"): the challenge's `scope`, else every
+//! scope of the protected resource's `scopes_supported`, else none; `offline_access` is added
+//! only when the authorization server lists it and the grant can have refresh tokens. A
+//! step-up asks for the union of what was asked before and what the challenge names.
+
+use std::collections::BTreeSet;
+
+use super::authorizer::{check_response, pkce, random_token, AuthorizationRequest};
+use super::discovery::Found;
+use super::dpop::DpopKey;
+use super::enterprise::id_jag;
+use super::grant::{Client, Grant, TokenRequest};
+use super::metadata::check_pkce;
+use super::Tokens;
+use crate::config::OAuthConfig;
+
+/// Why an authorization did not give tokens: the application has to act, or it failed.
+pub(crate) struct Failed(pub String);
+
+/// The scopes to ask for first.
+pub(crate) fn initial_scope(
+    challenged: Option<&str>,
+    found: &Found,
+    config: &OAuthConfig,
+) -> Option<String> {
+    let scope = match challenged {
+        Some(scope) => Some(scope.to_owned()),
+        None => found
+            .resource_scopes
+            .as_ref()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.join(" ")),
+    }?;
+    let offline = !config.headless
+        && found
+            .metadata
+            .scopes_supported
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|x| x == "offline_access"));
+    if offline && !scope.split(' ').any(|s| s == "offline_access") {
+        Some(format!("{scope} offline_access"))
+    } else {
+        Some(scope)
+    }
+}
+
+/// The union of scope lists (space separated), in a stable order, bounded.
+pub(crate) fn union<'a>(scopes: impl IntoIterator<Item = Option<&'a str>>) -> String {
+    let set: BTreeSet<&str> = scopes
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s.split(' '))
+        .filter(|s| !s.is_empty())
+        .take(64)
+        .collect();
+    set.into_iter().collect::<Vec<_>>().join(" ")
+}
+
+/// The DPoP key to bind tokens to: the configuration's, when it wants DPoP and the
+/// authorization server takes ES256 proofs.
+pub(crate) fn dpop_key<'a>(
+    config: &'a OAuthConfig,
+    found: &Found,
+) -> Result<Option<&'a DpopKey>, String> {
+    let supported = found
+        .metadata
+        .dpop_signing_alg_values_supported
+        .as_ref()
+        .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+    if config.dpop && supported {
+        config.dpop_key.key().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Obtains tokens at the authorization server `found` names.
+pub(crate) async fn authorize(
+    http: &awc::Client,
+    server: &str,
+    config: &OAuthConfig,
+    found: &Found,
+    client: &Client,
+    scope: Option<&str>,
+) -> Result<Tokens, Failed> {
+    let endpoint =
+        found.metadata.token_endpoint.as_deref().ok_or_else(|| {
+            Failed("the authorization server metadata has no token_endpoint".into())
+        })?;
+    let dpop = dpop_key(config, found).map_err(Failed)?;
+    let request = TokenRequest {
+        http,
+        endpoint,
+        issuer: &found.issuer,
+        client,
+        resource: &found.resource,
+        scope,
+        dpop,
+    };
+    if config.headless {
+        if let Some(idp) = &config.enterprise {
+            tracing::debug!(server, issuer = %found.issuer, "exchanging the ID token at the identity provider (enterprise-managed)");
+            let id_jag = id_jag(http, idp, &found.issuer, &found.resource)
+                .await
+                .map_err(Failed)?;
+            return request
+                .send(Grant::JwtBearer(&id_jag))
+                .await
+                .map_err(Failed);
+        }
+        if let Some(source) = &config.jwt_assertion {
+            tracing::debug!(server, issuer = %found.issuer, "requesting a token (JWT bearer)");
+            let assertion = source().map_err(|e| Failed(format!("no assertion: {e}")))?;
+            return request
+                .send(Grant::JwtBearer(&assertion))
+                .await
+                .map_err(Failed);
+        }
+        tracing::debug!(server, issuer = %found.issuer, "requesting a token (client credentials)");
+        return request.send(Grant::ClientCredentials).await.map_err(Failed);
+    }
+    let Some(authorizer) = &config.authorizer else {
+        return Err(Failed(
+            "an interactive authorization is needed and no Authorizer is configured".into(),
+        ));
+    };
+    if !found.no_metadata {
+        check_pkce(&found.metadata).map_err(Failed)?;
+    }
+    let endpoint = found
+        .metadata
+        .authorization_endpoint
+        .as_deref()
+        .ok_or_else(|| {
+            Failed("the authorization server metadata has no authorization_endpoint".into())
+        })?;
+    let mut url = url::Url::parse(endpoint)
+        .map_err(|e| Failed(format!("the authorization endpoint is not a URL: {e}")))?;
+    let pkce = pkce();
+    let state = random_token();
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client.id)
+            .append_pair("redirect_uri", &config.redirect_uri)
+            .append_pair("state", &state)
+            .append_pair("code_challenge", &pkce.challenge)
+            .append_pair("code_challenge_method", "S256");
+        if let Some(scope) = scope {
+            query.append_pair("scope", scope);
+            if scope.split(' ').any(|s| s == "offline_access") {
+                // OpenID Connect Core §11: offline access needs consent.
+                query.append_pair("prompt", "consent");
+            }
+        }
+        query.append_pair("resource", &found.resource);
+    }
+    tracing::info!(server, issuer = %found.issuer, "authorization needed: asking the application's Authorizer");
+    let asked = authorizer.authorize(AuthorizationRequest {
+        server: server.to_owned(),
+        url: url.into(),
+        redirect_uri: config.redirect_uri.clone(),
+        state: state.clone(),
+    });
+    let response = match tokio::time::timeout(config.authorize_timeout, asked).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return Err(Failed(format!("the Authorizer failed: {e}"))),
+        Err(_) => return Err(Failed("the Authorizer did not answer in time".into())),
+    };
+    let advertised = found
+        .metadata
+        .authorization_response_iss_parameter_supported
+        == Some(true);
+    let code = check_response(&response, &state, &found.issuer, advertised).map_err(Failed)?;
+    request
+        .send(Grant::Code {
+            code: &code,
+            verifier: &pkce.verifier,
+            redirect_uri: &config.redirect_uri,
+        })
+        .await
+        .map_err(Failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::metadata::ServerMetadata;
+
+    fn found(resource_scopes: Option<&[&str]>, as_scopes: Option<&[&str]>) -> Found {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        Found {
+            resource: "r".into(),
+            issuer: "i".into(),
+            metadata: ServerMetadata {
+                issuer: "i".into(),
+                authorization_endpoint: None,
+                token_endpoint: None,
+                registration_endpoint: None,
+                scopes_supported: as_scopes.map(v),
+                code_challenge_methods_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                client_id_metadata_document_supported: None,
+                authorization_response_iss_parameter_supported: None,
+                dpop_signing_alg_values_supported: None,
+            },
+            resource_scopes: resource_scopes.map(v),
+            no_metadata: false,
+        }
+    }
+
+    struct Never;
+    impl super::super::Authorizer for Never {
+        fn authorize(&self, _: AuthorizationRequest) -> super::super::AuthorizeFuture {
+            Box::pin(async { Err("no".into()) })
+        }
+    }
+
+    #[test]
+    fn scope_selection_order() {
+        let code = OAuthConfig::authorization_code(Never);
+        let f = found(Some(&["a", "b"]), None);
+        assert_eq!(initial_scope(Some("x"), &f, &code).as_deref(), Some("x"));
+        assert_eq!(initial_scope(None, &f, &code).as_deref(), Some("a b"));
+        assert_eq!(initial_scope(None, &found(None, Some(&["z"])), &code), None);
+        assert_eq!(initial_scope(None, &found(Some(&[]), None), &code), None);
+        // offline_access only when the authorization server lists it.
+        let f = found(Some(&["mcp:basic"]), Some(&["mcp:basic", "offline_access"]));
+        assert_eq!(
+            initial_scope(None, &f, &code).as_deref(),
+            Some("mcp:basic offline_access")
+        );
+        let f = found(Some(&["mcp:basic"]), Some(&["mcp:basic", "mcp:read"]));
+        assert_eq!(initial_scope(None, &f, &code).as_deref(), Some("mcp:basic"));
+        let cc = OAuthConfig::client_credentials("c", "s");
+        let f = found(Some(&["mcp:basic"]), Some(&["offline_access"]));
+        assert_eq!(initial_scope(None, &f, &cc).as_deref(), Some("mcp:basic"));
+    }
+
+    #[test]
+    fn step_up_union() {
+        assert_eq!(
+            union([Some("mcp:basic"), None, Some("mcp:write mcp:basic")]),
+            "mcp:basic mcp:write"
+        );
+        assert_eq!(union([None, Some("")]), "");
+    }
+}

@@ -1,0 +1,40 @@
+//! A headless [`Authorizer`]: it fetches the authorization URL without following the
+//! redirect and reads the callback parameters from `Location`, as an auto-approving
+//! authorization server allows. It counts its uses and can be told to decline.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use mcp_supervisor::auth::{
+    AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer,
+};
+
+#[derive(Clone, Default)]
+pub struct Headless {
+    pub uses: Arc<AtomicUsize>,
+    pub decline: Arc<AtomicBool>,
+}
+
+impl Authorizer for Headless {
+    fn authorize(&self, request: AuthorizationRequest) -> AuthorizeFuture {
+        self.uses.fetch_add(1, Ordering::SeqCst);
+        let decline = self.decline.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if decline {
+                return Err("the user is not here".into());
+            }
+            let client = awc::Client::builder().disable_redirects().finish();
+            let response = client
+                .get(&request.url)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .ok_or("no Location")?;
+            AuthorizationResponse::from_redirect(location)
+        })
+    }
+}
