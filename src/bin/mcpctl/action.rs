@@ -67,6 +67,14 @@ impl Action {
             Command::Read(args) => read(args, single)?,
             Command::Prompt(args) => prompt(args, single)?,
             Command::Watch { .. } => Action::Watch,
+            // A login is the status of the one server, reached through the browser.
+            Command::Login { server, wait, .. } => {
+                let server = only(server, single)?;
+                if server.is_none() {
+                    return Err("login needs the SERVER to log in to".into());
+                }
+                Action::Status { server, wait }
+            }
             Command::Completions { .. } => {
                 return Err("completions need no servers".into());
             }

@@ -64,6 +64,11 @@ pub(crate) struct SourceArgs {
     /// or the URL's host]
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) name: Option<String>,
+
+    /// Where the OAuth tokens of HTTP servers are kept, readable by the user only
+    /// [default: $XDG_CONFIG_HOME/mcpctl/tokens.json or ~/.config/mcpctl/tokens.json]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) token_store: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,6 +174,26 @@ pub(crate) enum Command {
     Watch {
         #[command(flatten)]
         stdio: StdioCommand,
+    },
+
+    /// Authorize mcpctl with an HTTP server behind OAuth, in the browser
+    ///
+    /// Runs the authorization code flow (PKCE) of MCP's authorization profile: prints the
+    /// authorization URL (and opens it in a browser unless --no-browser), listens on the
+    /// redirect URI's loopback port (the entry's oauth.callbackPort; default 3000) for the
+    /// redirect, and keeps the tokens in the token store (see --token-store), where every later
+    /// command finds them and refreshes them. Then prints the server's status, like `status`.
+    /// Exits with 0 once the server is Ready, 1 if the authorization failed.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Login {
+        /// The server to log in to (left out with --http)
+        server: Option<String>,
+        /// Print the URL only; do not start a browser
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the user and the server
+        #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+        wait: Duration,
     },
 
     /// Print a shell completion script
@@ -277,7 +302,7 @@ impl Command {
             Command::Call(a) => &a.stdio.command,
             Command::Read(a) => &a.stdio.command,
             Command::Prompt(a) => &a.stdio.command,
-            Command::Completions { .. } => &[],
+            Command::Completions { .. } | Command::Login { .. } => &[],
         }
     }
 }

@@ -15,6 +15,7 @@
 //! prompts [SERVER]                 every page of prompts/list, with the prompts' arguments
 //! prompt [SERVER] NAME [K=V...]    prompts/get
 //! watch                            every state change and notification, until Ctrl-C
+//! login [SERVER] [--no-browser]    OAuth in the browser; the tokens kept in --token-store
 //! completions SHELL                a completion script for bash, zsh, fish, elvish, powershell
 //! ```
 //!
@@ -48,6 +49,7 @@
 //! - `features.rs`: the resources and prompts commands.
 //! - `output.rs`: the status table, tool lists and call lines for people; `json.rs`: for scripts.
 //! - `event_printer.rs`: one line per supervisor event, for `watch`.
+//! - `login.rs`: the token file every command uses, and `login`'s browser and loopback callback.
 
 mod action;
 mod cli;
@@ -55,6 +57,7 @@ mod commands;
 mod event_printer;
 mod features;
 mod json;
+mod login;
 mod output;
 mod progress;
 mod session;
@@ -115,16 +118,23 @@ enum Problem {
 /// entries are reported on stderr here, except for `status`, which shows them as rows.
 fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), Problem> {
     let single = source::single_server(&source, command.stdio_command()).map_err(Problem::Usage)?;
+    let login = match &command {
+        Command::Login { no_browser, .. } => Some(!no_browser),
+        _ => None,
+    };
+    let token_store = login::store_path(source.token_store.clone());
     let action =
         Action::resolve(command, single.as_ref().map(|s| s.name())).map_err(Problem::Usage)?;
     let servers = match single {
         Some(server) => Servers::single(server),
         None => source::load_file(source.config.as_deref()).map_err(Problem::Config)?,
     };
-    let servers = match action.server() {
+    let mut servers = match action.server() {
         Some(name) => servers.only(name).map_err(Problem::Config)?,
         None => servers,
     };
+    servers.configs =
+        login::attach(servers.configs, token_store, login).map_err(Problem::Config)?;
     let status = matches!(action, Action::Status { .. });
     if !status || servers.configs.is_empty() {
         for e in &servers.invalid {
