@@ -81,6 +81,28 @@ impl<T: 'static> Slot<T> {
         })
     }
 
+    /// A slot for a call nobody waits for (a `do_send` through the supervisor): the call runs,
+    /// its answer is dropped.
+    pub fn nobody(convert: Convert<T>, label: &'static str) -> Rc<Self> {
+        Rc::new(Slot {
+            state: RefCell::new(State::Gone),
+            convert,
+            label,
+        })
+    }
+
+    /// A slot that answers `tx`, or nobody when there is none.
+    pub fn to_any(
+        tx: Option<OneshotSender<Result<T, Error>>>,
+        convert: Convert<T>,
+        label: &'static str,
+    ) -> Rc<Self> {
+        match tx {
+            Some(tx) => Slot::to(tx, convert, label),
+            None => Slot::nobody(convert, label),
+        }
+    }
+
     /// A slot that answers `tx`.
     pub fn to(
         tx: OneshotSender<Result<T, Error>>,

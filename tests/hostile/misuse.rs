@@ -192,3 +192,28 @@ async fn a_call_racing_a_shutdown_gets_one_answer() {
         Err(mailbox) => panic!("the call was lost: {mailbox}"),
     }
 }
+
+/// A call the application does not wait for (`do_send`) is still made, through the supervisor
+/// as straight to the server's actor: the answer is dropped, not the call.
+#[actix::test]
+async fn a_call_sent_without_waiting_still_runs() {
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
+    events.ready("demo", 1).await;
+    sup.do_send(CallTool::new("demo", "counter", json!({})).timeout(Duration::from_secs(10)));
+    until("the supervisor's do_send ran the tool", || {
+        counter_file(dir.path(), "demo") == 1
+    })
+    .await;
+    let server = sup
+        .send(GetServer("demo".into()))
+        .await
+        .unwrap()
+        .expect("the server's actor");
+    server.do_send(CallTool::new("demo", "counter", json!({})).timeout(Duration::from_secs(10)));
+    until("the actor's do_send ran the tool", || {
+        counter_file(dir.path(), "demo") == 2
+    })
+    .await;
+    sup.send(Shutdown).await.unwrap();
+}

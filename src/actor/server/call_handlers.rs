@@ -27,9 +27,9 @@ impl Handler<Routed<Call, Value>> for ServerActor {
     type Result = ();
 
     fn handle(&mut self, routed: Routed<Call, Value>, ctx: &mut Context<Self>) {
-        if let (call, Some(tx)) = routed.into_parts() {
-            self.begin_call(call, Slot::to(tx, reply::raw, "Call"), ctx);
-        }
+        // A `do_send` through the supervisor has no channel: the call runs all the same.
+        let (call, tx) = routed.into_parts();
+        self.begin_call(call, Slot::to_any(tx, reply::raw, "Call"), ctx);
     }
 }
 
@@ -53,10 +53,9 @@ macro_rules! typed_handlers {
                 routed: Routed<$t, <$t as TypedCall>::Output>,
                 ctx: &mut Context<Self>,
             ) {
-                if let (msg, Some(tx)) = routed.into_parts() {
-                    let slot = Slot::to(tx, reply::typed, stringify!($t));
-                    self.begin_call(msg.into(), slot, ctx);
-                }
+                let (msg, tx) = routed.into_parts();
+                let slot = Slot::to_any(tx, reply::typed, stringify!($t));
+                self.begin_call(msg.into(), slot, ctx);
             }
         }
     )*};
