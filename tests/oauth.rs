@@ -433,3 +433,37 @@ async fn dpop_binds_the_token_and_proves_every_request_with_the_servers_nonce() 
         "the first request, then the nonce challenge: {after:?}"
     );
 }
+
+/// The GET stream re-opens with a renewed token: a stream refused `401` because its token
+/// expired meanwhile is refreshed and re-sent once, like a POST, instead of being given up
+/// (server messages would stop for the rest of the connection).
+#[actix::test]
+async fn the_get_stream_reopens_with_a_renewed_token() {
+    let server = OAuthServer::start().await;
+    server.get_stream(true);
+    let authorizer = Headless::default();
+    let (_sup, events) = start(code_config(
+        &server,
+        &authorizer,
+        Arc::new(MemoryTokenStore::default()),
+    ));
+    events.ready(NAME, 1).await;
+    common::until("the GET stream is open", || server.counts().gets >= 1).await;
+    server.expire_access_tokens();
+    let before = server.counts();
+    common::until("the GET stream refused, then open again", || {
+        let c = server.counts();
+        c.get_401 > before.get_401 && c.gets > before.gets
+    })
+    .await;
+    let c = server.counts();
+    assert!(
+        c.token_refresh > before.token_refresh,
+        "renewed by a refresh: {c:?}"
+    );
+    assert_eq!(
+        authorizer.uses.load(Ordering::SeqCst),
+        1,
+        "no new authorization"
+    );
+}

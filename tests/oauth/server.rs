@@ -52,6 +52,9 @@ pub struct Counts {
     pub dpop_token_proofs: usize,
     pub mcp_posts: usize,
     pub mcp_401: usize,
+    /// GET streams opened (with a valid token), and GETs refused `401`.
+    pub gets: usize,
+    pub get_401: usize,
     pub mcp_403: usize,
     pub initialize: usize,
     pub prm: usize,
@@ -73,6 +76,8 @@ struct State {
     fail_refresh: bool,
     expires_in: Option<u64>,
     refuse_all: bool,
+    /// Serve `GET /mcp`: one log notification per stream, which then ends.
+    get_stream: bool,
     id_jags: HashSet<String>,
     /// DPoP: advertised, tokens bound when the token request has a proof, and the MCP
     /// server's nonce.
@@ -128,7 +133,8 @@ impl OAuthServer {
                 .route("/register", web::post().to(endpoints::register))
                 .route("/idp/token", web::post().to(endpoints::idp_token))
                 .route("/mcp", web::post().to(mcp))
-                // No GET stream, no DELETE: 405, as the spec allows.
+                .route("/mcp", web::get().to(mcp_get))
+                // No DELETE (and no GET stream unless switched on): 405, as the spec allows.
                 .route("/mcp", web::route().to(HttpResponse::MethodNotAllowed))
         })
         .workers(1)
@@ -161,6 +167,12 @@ impl OAuthServer {
     }
 
     /// Every access token issued so far stops working (as if it expired).
+    /// Serves GET streams: each delivers one notification and ends, so the client keeps
+    /// re-opening it, with its token.
+    pub fn get_stream(&self, on: bool) {
+        self.shared.lock().get_stream = on;
+    }
+
     pub fn expire_access_tokens(&self) {
         self.shared.lock().access.clear();
     }
@@ -249,6 +261,30 @@ fn challenge(origin: &str, status: u16, error: &str, scope: &str) -> HttpRespons
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
         .insert_header(("www-authenticate", value))
         .finish()
+}
+
+/// `GET /mcp` (when switched on): a live bearer token, then a stream of one notification.
+async fn mcp_get(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
+    let origin = shared.origin();
+    let mut st = shared.lock();
+    if !st.get_stream {
+        return HttpResponse::MethodNotAllowed().finish();
+    }
+    let token = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if token.is_none_or(|t| !st.access.contains_key(t)) {
+        st.counts.get_401 += 1;
+        return challenge(&origin, 401, "invalid_token", "mcp:basic");
+    }
+    st.counts.gets += 1;
+    let event = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "stream"}});
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .body(format!("event: message\ndata: {event}\n\n"))
 }
 
 async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>) -> HttpResponse {

@@ -17,7 +17,7 @@ use awc::http::StatusCode;
 use super::answer::{encoded, error_detail, session_gone, session_lost};
 use super::overload::is_overloaded;
 use super::stream::{is_readable_sse, media_type, pause, pump, Pumped, MAX_RESUMES};
-use super::{request, Shared};
+use super::{authorize, request, Shared};
 use crate::protocol::sse::SseParser;
 use crate::transport::TransportEvent;
 
@@ -32,13 +32,41 @@ pub(super) async fn listen(shared: Rc<Shared>) {
     // Refused GETs in a row, and streams in a row that ended without delivering anything.
     let mut failures = 0u32;
     let mut empty = 0u32;
+    // A GET refused for its token is re-sent once with a new one, like a POST (`authorize`).
+    let mut rounds = authorize::Rounds::default();
     loop {
+        // A stream re-opened after an hour idle must not go out with the token that expired
+        // meanwhile: tokens are renewed ahead of expiry here as before every POST.
+        let generation = match &shared.auth {
+            Some(auth) => {
+                tokio::select! {
+                    _ = auth.fresh() => {}
+                    _ = shared.closed() => return,
+                }
+                auth.generation()
+            }
+            None => 0,
+        };
         let response = tokio::select! {
             response = request::get(&shared, parser.last_event_id()).send() => response,
             _ = shared.closed() => return,
         };
+        let response = match response {
+            Ok(r) if matches!(r.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) => {
+                match authorize::on_refusal(&shared, r, None, generation, &mut rounds).await {
+                    authorize::Next::Answer(r) => Ok(r),
+                    authorize::Next::Resend => continue,
+                    authorize::Next::Done => return,
+                }
+            }
+            other => other,
+        };
         let mut response = match response {
-            Ok(r) if is_readable_sse(&r) => r,
+            Ok(r) if is_readable_sse(&r) => {
+                // Accepted: a later refusal (the next token's expiry) gets its re-send too.
+                rounds = authorize::Rounds::default();
+                r
+            }
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                 tracing::debug!(server = %shared.server, "the server offers no GET stream");
                 return;
