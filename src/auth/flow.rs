@@ -7,6 +7,7 @@
 //! only when the authorization server lists it and the grant can have refresh tokens. A
 //! step-up asks for the union of what was asked before and what the challenge names.
 
+use crate::protocol::text::server_text;
 use std::collections::BTreeSet;
 
 use super::authorizer::{check_response, pkce, random_token, AuthorizationRequest};
@@ -103,7 +104,7 @@ pub(crate) async fn authorize(
     };
     if config.headless {
         if let Some(idp) = &config.enterprise {
-            tracing::debug!(server, issuer = %found.issuer, "exchanging the ID token at the identity provider (enterprise-managed)");
+            tracing::debug!(server, issuer = %server_text(&found.issuer), "exchanging the ID token at the identity provider (enterprise-managed)");
             let id_jag = id_jag(http, idp, &found.issuer, &found.resource)
                 .await
                 .map_err(Failed)?;
@@ -113,14 +114,14 @@ pub(crate) async fn authorize(
                 .map_err(Failed);
         }
         if let Some(source) = &config.jwt_assertion {
-            tracing::debug!(server, issuer = %found.issuer, "requesting a token (JWT bearer)");
+            tracing::debug!(server, issuer = %server_text(&found.issuer), "requesting a token (JWT bearer)");
             let assertion = source().map_err(|e| Failed(format!("no assertion: {e}")))?;
             return request
                 .send(Grant::JwtBearer(&assertion))
                 .await
                 .map_err(Failed);
         }
-        tracing::debug!(server, issuer = %found.issuer, "requesting a token (client credentials)");
+        tracing::debug!(server, issuer = %server_text(&found.issuer), "requesting a token (client credentials)");
         return request.send(Grant::ClientCredentials).await.map_err(Failed);
     }
     let Some(authorizer) = &config.authorizer else {
@@ -160,7 +161,7 @@ pub(crate) async fn authorize(
         }
         query.append_pair("resource", &found.resource);
     }
-    tracing::info!(server, issuer = %found.issuer, "authorization needed: asking the application's Authorizer");
+    tracing::info!(server, issuer = %server_text(&found.issuer), "authorization needed: asking the application's Authorizer");
     let asked = authorizer.authorize(AuthorizationRequest {
         server: server.to_owned(),
         url: url.into(),

@@ -7,6 +7,7 @@
 //! A registration belongs to one issuer: one made at another (before the server moved to a
 //! new authorization server) is never sent to this one.
 
+use crate::protocol::text::server_text;
 use serde_json::{json, Value};
 
 use super::discovery::Found;
@@ -138,7 +139,7 @@ async fn register(
     let client_id = text("client_id")
         .filter(|id| !id.is_empty())
         .ok_or("the registration answer has no client_id")?;
-    tracing::info!(issuer = %found.issuer, "registered this client dynamically (RFC 7591)");
+    tracing::info!(issuer = %server_text(&found.issuer), "registered this client dynamically (RFC 7591)");
     Ok(Registration {
         issuer: found.issuer.clone(),
         client_id: client_id.to_owned(),

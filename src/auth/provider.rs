@@ -265,7 +265,7 @@ impl Provider {
         let old = self.state.borrow().tokens.clone();
         if let Some(old) = &old {
             if old.issuer != found.issuer {
-                tracing::info!(server = %self.server, from = %old.issuer, to = %found.issuer, "the server moved to another authorization server: authorizing there anew");
+                tracing::info!(server = %self.server, from = %server_text(&old.issuer), to = %server_text(&found.issuer), "the server moved to another authorization server: authorizing there anew");
                 self.forget_tokens();
             } else if old.refresh_token.is_some() && !self.state.borrow().refresh_failed {
                 match self.refresh(&found, old).await {
@@ -314,7 +314,7 @@ impl Provider {
             }
             (have, want)
         };
-        tracing::info!(server = %self.server, from = %have, to = %want, "stepping up the authorization for more scopes");
+        tracing::info!(server = %self.server, from = %server_text(&have.to_string()), to = %server_text(&want.to_string()), "stepping up the authorization for more scopes");
         self.state.borrow_mut().stepped_up.push(want.clone());
         let result = async {
             let found = discover(&self.http, &self.parsed, &self.url, challenge)
@@ -343,7 +343,7 @@ impl Provider {
             scope,
         )
         .await?;
-        tracing::info!(server = %self.server, issuer = %found.issuer, expires = ?tokens.expires_at, "authorized");
+        tracing::info!(server = %self.server, issuer = %server_text(&found.issuer), expires = ?tokens.expires_at, "authorized");
         Ok(tokens)
     }
 

@@ -130,7 +130,7 @@ impl Authorizer for Loopback {
             }
             for _ in 0..MAX_CONNECTIONS {
                 let (socket, _) = listener.accept().await.map_err(|e| e.to_string())?;
-                if let Some(target) = answer(socket, redirect.path()).await {
+                if let Some(target) = answer(socket, redirect.path(), &request.state).await {
                     let callback = format!("http://localhost:{port}{target}");
                     return AuthorizationResponse::from_redirect(&callback);
                 }
@@ -140,8 +140,10 @@ impl Authorizer for Loopback {
     }
 }
 
-/// Reads one request's head; answers it, and returns its target if it is the redirect.
-async fn answer(mut socket: tokio::net::TcpStream, path: &str) -> Option<String> {
+/// Reads one request's head; answers it, and returns its target if it is the redirect: the
+/// redirect path with this flow's `state` (another page of the browser hitting the port cannot
+/// end the flow).
+async fn answer(mut socket: tokio::net::TcpStream, path: &str, state: &str) -> Option<String> {
     let mut head = Vec::new();
     let read = tokio::time::timeout(HEAD_TIMEOUT, async {
         let mut buf = [0u8; 1024];
@@ -160,6 +162,7 @@ async fn answer(mut socket: tokio::net::TcpStream, path: &str) -> Option<String>
         .and_then(|l| l.strip_prefix("GET "))
         .and_then(|l| l.split(' ').next())
         .filter(|t| t.split('?').next() == Some(path))
+        .filter(|t| carries_state(t, state))
         .map(str::to_owned);
     let (status, body) = match target {
         Some(_) => ("200 OK", "mcpctl has the answer: you can close this tab."),
@@ -172,6 +175,16 @@ async fn answer(mut socket: tokio::net::TcpStream, path: &str) -> Option<String>
     let _ = socket.write_all(response.as_bytes()).await;
     let _ = socket.shutdown().await;
     target
+}
+
+/// Whether the request target's query has `state` exactly.
+fn carries_state(target: &str, state: &str) -> bool {
+    let Ok(url) = url::Url::parse(&format!("http://localhost{target}")) else {
+        return false;
+    };
+    url.query_pairs()
+        .take(32)
+        .any(|(k, v)| k == "state" && v == state)
 }
 
 /// Opens `url` with the desktop's opener, if there is one; the URL is printed either way.
@@ -213,7 +226,11 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let browser = tokio::spawn(async move {
             let mut replies = Vec::new();
-            for target in ["/favicon.ico", "/callback?code=c1&state=s1"] {
+            for target in [
+                "/favicon.ico",
+                "/callback?code=c0&state=other",
+                "/callback?code=c1&state=s1",
+            ] {
                 let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
                     .await
                     .unwrap();
@@ -226,12 +243,21 @@ mod tests {
             replies
         });
         let (first, _) = listener.accept().await.unwrap();
-        assert_eq!(answer(first, "/callback").await, None);
+        assert_eq!(answer(first, "/callback", "s1").await, None);
         let (second, _) = listener.accept().await.unwrap();
-        let target = answer(second, "/callback").await.expect("the redirect");
+        assert_eq!(
+            answer(second, "/callback", "s1").await,
+            None,
+            "another flow's state"
+        );
+        let (third, _) = listener.accept().await.unwrap();
+        let target = answer(third, "/callback", "s1")
+            .await
+            .expect("the redirect");
         let replies = browser.await.unwrap();
         assert!(replies[0].starts_with("HTTP/1.1 404"), "{}", replies[0]);
-        assert!(replies[1].starts_with("HTTP/1.1 200"), "{}", replies[1]);
+        assert!(replies[1].starts_with("HTTP/1.1 404"), "{}", replies[1]);
+        assert!(replies[2].starts_with("HTTP/1.1 200"), "{}", replies[2]);
         let response =
             AuthorizationResponse::from_redirect(&format!("http://localhost:{port}{target}"))
                 .unwrap();
