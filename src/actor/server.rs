@@ -11,7 +11,6 @@
 //! subscriptions) and `control` (status, subscribers, `Reconnect`, `Shutdown`).
 
 use std::collections::BTreeSet;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,12 +21,11 @@ use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
-use crate::actor::call_table::{AfterExpire, CallTable, Situation};
+use crate::actor::call_table::{CallTable, Situation};
 use crate::actor::calls::Waiter;
 use crate::actor::connect::{Attempt, EraMemory, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
-use crate::actor::reply::Answer;
 use crate::actor::server_requests::ServerRequests;
 use crate::actor::wire::Wire;
 use crate::config::{ServerConfig, Settings};
@@ -389,61 +387,6 @@ impl ServerActor {
             server,
             method,
         })
-    }
-
-    /// Registers a caller's call, answered on `reply` (at once, if the table refuses it).
-    fn begin_call(&mut self, call: Call, reply: Rc<dyn Answer>, ctx: &mut Context<Self>) {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        if let Err(e) = self.calls.admit(&call, &situation) {
-            return reply.answer(&self.name, Err(e));
-        }
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        let key = self
-            .calls
-            .open(call, reply, &situation, wire, Instant::now());
-        // The timer fires no later than every deadline in the table: a call due after it needs
-        // nothing (the usual case, calls sharing one timeout); only an earlier one moves it.
-        let in_time = match (self.calls.deadline_of(key), self.deadline_timer) {
-            (Some(deadline), Some((at, _))) => at <= deadline,
-            (None, _) => true, // already answered
-            (Some(_), None) => false,
-        };
-        if !in_time {
-            self.arm_deadlines(ctx);
-        }
-    }
-
-    /// Keeps the one deadline timer set for the earliest deadline in the call table.
-    fn arm_deadlines(&mut self, ctx: &mut Context<Self>) {
-        let Some(next) = self.calls.next_deadline() else {
-            return; // A timer still set fires, finds nothing, and is not set again.
-        };
-        if let Some((at, handle)) = self.deadline_timer {
-            if at <= next {
-                return;
-            }
-            ctx.cancel_future(handle);
-        }
-        let after = next.saturating_duration_since(Instant::now());
-        let handle = ctx.run_later(after, move |act, ctx| {
-            act.deadline_timer = None;
-            act.on_deadlines(next, ctx);
-        });
-        self.deadline_timer = Some((next, handle));
-    }
-
-    /// The deadline timer set for `due` fired: every call that is due is answered (and
-    /// cancelled on the server if it was written), and the timer is set for the next deadline.
-    /// The timer's own time counts as passed, whatever the clock says (the timer's clock may be
-    /// a paused one, in tests).
-    fn on_deadlines(&mut self, due: Instant, ctx: &mut Context<Self>) {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        let now = Instant::now().max(due);
-        if self.calls.expire_due(now, &situation, wire) == AfterExpire::CheckLiveness {
-            self.check_liveness(ctx);
-        }
-        self.arm_deadlines(ctx);
     }
 
     fn flush_waiting(&mut self) {

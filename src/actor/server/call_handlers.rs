@@ -4,13 +4,18 @@
 //! parsed output on the way out; one macro makes them all, so that every call takes exactly
 //! the same path through the call table. No handler spawns a future: the caller's reply
 //! channel goes into the call's entry (see [`reply`](crate::actor::reply)), and the call's
-//! deadline into the table's one deadline structure.
+//! deadline into the table's one deadline structure, whose one timer is kept here too.
+
+use std::rc::Rc;
+use std::time::Instant;
 
 use actix::prelude::*;
 use serde_json::Value;
 
 use super::ServerActor;
+use crate::actor::call_table::{AfterExpire, Situation};
 use crate::actor::messages::*;
+use crate::actor::reply::Answer;
 use crate::actor::reply::{self, CallResponse, Routed, Slot};
 
 impl Handler<Call> for ServerActor {
@@ -30,6 +35,68 @@ impl Handler<Routed<Call, Value>> for ServerActor {
         // A `do_send` through the supervisor has no channel: the call runs all the same.
         let (call, tx) = routed.into_parts();
         self.begin_call(call, Slot::to_any(tx, reply::raw, "Call"), ctx);
+    }
+}
+
+impl ServerActor {
+    /// Registers a caller's call, answered on `reply` (at once, if the table refuses it).
+    pub(super) fn begin_call(
+        &mut self,
+        call: Call,
+        reply: Rc<dyn Answer>,
+        ctx: &mut Context<Self>,
+    ) {
+        let situation = Situation::of(&self.machine, self.last_error.as_ref());
+        if let Err(e) = self.calls.admit(&call, &situation) {
+            return reply.answer(&self.name, Err(e));
+        }
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let key = self
+            .calls
+            .open(call, reply, &situation, wire, Instant::now());
+        // The timer fires no later than every deadline in the table: a call due after it needs
+        // nothing (the usual case, calls sharing one timeout); only an earlier one moves it.
+        let in_time = match (self.calls.deadline_of(key), self.deadline_timer) {
+            (Some(deadline), Some((at, _))) => at <= deadline,
+            (None, _) => true, // already answered
+            (Some(_), None) => false,
+        };
+        if !in_time {
+            self.arm_deadlines(ctx);
+        }
+    }
+
+    /// Keeps the one deadline timer set for the earliest deadline in the call table.
+    pub(super) fn arm_deadlines(&mut self, ctx: &mut Context<Self>) {
+        let Some(next) = self.calls.next_deadline() else {
+            return; // A timer still set fires, finds nothing, and is not set again.
+        };
+        if let Some((at, handle)) = self.deadline_timer {
+            if at <= next {
+                return;
+            }
+            ctx.cancel_future(handle);
+        }
+        let after = next.saturating_duration_since(Instant::now());
+        let handle = ctx.run_later(after, move |act, ctx| {
+            act.deadline_timer = None;
+            act.on_deadlines(next, ctx);
+        });
+        self.deadline_timer = Some((next, handle));
+    }
+
+    /// The deadline timer set for `due` fired: every call that is due is answered (and
+    /// cancelled on the server if it was written), and the timer is set for the next deadline.
+    /// The timer's own time counts as passed, whatever the clock says (the timer's clock may be
+    /// a paused one, in tests).
+    fn on_deadlines(&mut self, due: Instant, ctx: &mut Context<Self>) {
+        let situation = Situation::of(&self.machine, self.last_error.as_ref());
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let now = Instant::now().max(due);
+        if self.calls.expire_due(now, &situation, wire) == AfterExpire::CheckLiveness {
+            self.check_liveness(ctx);
+        }
+        self.arm_deadlines(ctx);
     }
 }
 

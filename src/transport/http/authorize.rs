@@ -62,17 +62,7 @@ pub(super) async fn on_refusal(
     if std::mem::replace(used, true) {
         return Next::Answer(response);
     }
-    let values: Vec<String> = response
-        .headers()
-        .get_all("www-authenticate")
-        .take(challenge::MAX_CHALLENGES)
-        .map(|v| {
-            String::from_utf8_lossy(v.as_bytes())
-                .chars()
-                .take(4096)
-                .collect()
-        })
-        .collect();
+    let values = challenge_values(&response);
     let challenges = challenge::parse_all(values.iter().map(String::as_str));
     let detail = values.first().cloned().unwrap_or_default();
     let verdict = tokio::select! {
@@ -103,9 +93,9 @@ pub(super) async fn on_refusal(
     }
 }
 
-/// The nonce of a `use_dpop_nonce` challenge (RFC 9449 §9), if the answer is one.
-fn dpop_nonce(response: &Response) -> Option<String> {
-    let values: Vec<String> = response
+/// The answer's `WWW-Authenticate` values, bounded in number and length.
+fn challenge_values(response: &Response) -> Vec<String> {
+    response
         .headers()
         .get_all("www-authenticate")
         .take(challenge::MAX_CHALLENGES)
@@ -115,7 +105,12 @@ fn dpop_nonce(response: &Response) -> Option<String> {
                 .take(4096)
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// The nonce of a `use_dpop_nonce` challenge (RFC 9449 §9), if the answer is one.
+fn dpop_nonce(response: &Response) -> Option<String> {
+    let values = challenge_values(response);
     let challenges = challenge::parse_all(values.iter().map(String::as_str));
     challenges
         .iter()
