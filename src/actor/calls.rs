@@ -6,16 +6,18 @@
 //! not one per call. Exactly one answer reaches the caller whatever happens: the entry answers
 //! once, and if it is dropped unanswered (its actor stopped or panicked) its `Drop` answers.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::actor::messages::{Call, Progress};
+use crate::actor::messages::Progress;
 use crate::actor::reply::{Answer, Payload};
+use crate::actor::request::{CallRequest, Params};
 use crate::error::Error;
 use crate::policy::deadline::saturating_add;
 use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
@@ -27,9 +29,12 @@ use crate::policy::retry::{is_safe_by_nature, RetryPolicy};
 /// with what is known of the call: a written call that is not safe by nature may have run.
 pub(crate) struct CallEntry {
     server: Arc<str>,
-    pub method: String,
-    /// Params as sent (with our progress token, if the caller asked for progress).
-    pub params: Option<Value>,
+    pub method: Cow<'static, str>,
+    /// Params as sent (with our progress token, if the caller asked for progress), as the
+    /// JSON text they were serialized to once.
+    pub params: Option<Params>,
+    /// A `tools/call`'s tool, when the call came with it apart (see [`CallEntry::tool`]).
+    tool: Option<String>,
     /// `None` once answered.
     reply: Option<Rc<dyn Answer>>,
     pub timeout: Duration,
@@ -83,7 +88,7 @@ impl CallEntry {
     pub fn open(
         server: &Arc<str>,
         id: u64,
-        call: Call,
+        call: CallRequest,
         reply: Rc<dyn Answer>,
         default_timeout: Duration,
         now: Instant,
@@ -95,15 +100,7 @@ impl CallEntry {
             || call.options.reset_timeout_on_progress.is_some()
         {
             // Our id doubles as the progress token: unique, and no second map to keep.
-            let mut object = match params.take() {
-                Some(Value::Object(map)) => map,
-                _ => serde_json::Map::new(),
-            };
-            let meta = object.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert("progressToken".into(), json!(id));
-            }
-            params = Some(Value::Object(object));
+            params = Some(Params::with_progress_token(params.as_ref(), id));
             let latest = call
                 .options
                 .reset_timeout_on_progress
@@ -115,20 +112,27 @@ impl CallEntry {
         } else {
             None
         };
-        let span = tracing::info_span!(
-            parent: &call.options.parent,
-            "mcp.call",
-            server = %server,
-            method = %call.method,
-            tool = tracing::field::Empty,
-            request_id = id,
-            outcome = tracing::field::Empty,
-            duration_ms = tracing::field::Empty,
-        );
+        // Without any subscriber there is nobody to see a span, and making one costs as much
+        // as a tenth of the rest of a call.
+        let span = if !tracing::dispatcher::has_been_set() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                parent: &call.options.parent,
+                "mcp.call",
+                server = %server,
+                method = %call.method,
+                tool = tracing::field::Empty,
+                request_id = id,
+                outcome = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+            )
+        };
         let entry = CallEntry {
             server: server.clone(),
             method: call.method,
             params,
+            tool: call.tool,
             reply: Some(reply),
             timeout,
             deadline,
@@ -145,19 +149,23 @@ impl CallEntry {
         };
         if !entry.span.is_disabled() {
             if let Some(tool) = entry.tool() {
-                entry.span.record("tool", tool);
+                entry.span.record("tool", tool.as_ref());
             }
         }
         entry
     }
 
     /// For `tools/call`: the tool's name, to look up its annotations (only after a lost
-    /// connection, so it is read from the params then rather than copied for every call).
-    pub fn tool(&self) -> Option<&str> {
+    /// connection): the one the call came with, or else read from the params then rather
+    /// than copied for every call.
+    pub fn tool(&self) -> Option<Cow<'_, str>> {
         if self.method != "tools/call" {
             return None;
         }
-        self.params.as_ref()?.get("name")?.as_str()
+        match &self.tool {
+            Some(tool) => Some(Cow::Borrowed(tool)),
+            None => self.params.as_ref()?.name(),
+        }
     }
 
     /// Answers the caller. A caller that already gave up is not an error.
@@ -211,7 +219,7 @@ impl CallEntry {
         } else {
             Error::OutcomeUnknown {
                 server,
-                method: self.method.clone(),
+                method: self.method.to_string(),
                 reason: format!("{why} after the call was sent"),
             }
         }

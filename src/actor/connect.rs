@@ -227,7 +227,7 @@ impl Handshake<'_> {
     async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         let id = self.attempt.ids.next();
         let server = &self.attempt.server;
-        self.wire.request(id, method, params.as_ref());
+        self.wire.request_value(id, method, params.as_ref());
         while let Some(event) = self.connection.events.next().await {
             match event {
                 TransportEvent::Closed(e) => return Err(e),

@@ -8,6 +8,7 @@ pub(crate) mod fanout;
 pub(crate) mod gone;
 pub mod messages;
 pub(crate) mod reply;
+pub(crate) mod request;
 pub mod server;
 pub(crate) mod server_requests;
 pub mod status;

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use rmcp::model::Tool;
 use serde_json::{json, Value};
 
+use crate::actor::request::Params;
 use crate::protocol::era::Era;
 use crate::protocol::headers::{self, ParamBinding};
 use crate::protocol::jsonrpc;
@@ -74,12 +75,15 @@ impl Wire {
         &self.outbound
     }
 
-    /// Writes request `id`; false if the connection is already gone.
-    pub fn request(&self, id: u64, method: &str, params: Option<&Value>) -> bool {
+    /// Writes request `id` with `params` as JSON text; false if the connection is already
+    /// gone.
+    pub fn request(&self, id: u64, method: &str, params: Option<&Params>) -> bool {
         let Some(modern) = &self.modern else {
-            return self
-                .outbound
-                .send(jsonrpc::request_line(id, method, params));
+            let line = match params {
+                Some(params) => jsonrpc::request_line_pieces(id, method, &[params.json()]),
+                None => jsonrpc::request_line_pieces(id, method, &[]),
+            };
+            return self.outbound.send(line);
         };
         // The revision has no `ping`; `server/discover` answers the same question (is it
         // there?) on every modern server, without an effect.
@@ -88,7 +92,22 @@ impl Wire {
         } else {
             method
         };
-        let params = modern.meta.apply(params.cloned());
+        if !modern.http {
+            // The metadata goes in front of the params' own members, as they are, unless the
+            // params have a `_meta` of their own to merge into.
+            let members = match params {
+                None => Some(""),
+                Some(params) => params.members(),
+            };
+            if let Some(members) = members {
+                let separator = if members.is_empty() { "" } else { "," };
+                let pieces = ["{\"_meta\":", modern.meta.json(), separator, members, "}"];
+                return self
+                    .outbound
+                    .send(jsonrpc::request_line_pieces(id, method, &pieces));
+            }
+        }
+        let params = modern.meta.apply(params.map(Params::to_value));
         let line = jsonrpc::request_line(id, method, Some(&params));
         if !modern.http {
             return self.outbound.send(line);
@@ -105,6 +124,11 @@ impl Wire {
             }
         }
         self.outbound.send_modern(line, out)
+    }
+
+    /// [`Wire::request`] with params as a `Value` (the handshake's, the listen stream's).
+    pub fn request_value(&self, id: u64, method: &str, params: Option<&Value>) -> bool {
+        self.request(id, method, params.map(Params::of_value).as_ref())
     }
 
     /// Gives up on request `id`: the transport lets go of what it holds for it (over HTTP that
@@ -203,6 +227,49 @@ mod tests {
         );
     }
 
+    fn sent(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Value {
+        let Ok(Outgoing::Line(line)) = rx.try_recv() else {
+            panic!("a plain line")
+        };
+        assert!(line.ends_with(b"}\n"), "one line");
+        serde_json::from_slice(&line).unwrap()
+    }
+
+    #[test]
+    fn params_go_out_as_they_were_serialized_in_either_era() {
+        let params = json!({"name": "echo", "arguments": {"text": "a \"b\"\n"}});
+        let (legacy, mut rx) = wire_of(Wire::legacy);
+        legacy.request_value(6, "tools/call", Some(&params));
+        assert_eq!(
+            sent(&mut rx),
+            json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": params})
+        );
+        // Modern stdio: the metadata is put in front of the members, as they are...
+        let (modern, mut rx) = wire_of(|o| Wire::modern(o, meta(), false));
+        modern.request_value(7, "tools/call", Some(&params));
+        let got = sent(&mut rx);
+        assert_eq!(got["params"]["name"], "echo");
+        assert_eq!(got["params"]["arguments"], params["arguments"]);
+        assert_eq!(got["params"]["_meta"], Value::Object(meta().keys()));
+        modern.request_value(8, "tools/list", Some(&json!({})));
+        assert_eq!(sent(&mut rx)["params"], json!({"_meta": meta().keys()}));
+        // ... and merged with a `_meta` of the params' own, where ours win.
+        let own = json!({"uri": "u", "_meta": {"progressToken": 3,
+            "io.modelcontextprotocol/protocolVersion": "1999-01-01"}});
+        modern.request_value(9, "resources/read", Some(&own));
+        let got = sent(&mut rx);
+        assert_eq!(got["params"]["uri"], "u");
+        assert_eq!(got["params"]["_meta"]["progressToken"], 3);
+        assert_eq!(
+            got["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        modern.request_value(10, "ping", None);
+        let got = sent(&mut rx);
+        assert_eq!(got["method"], "server/discover");
+        assert_eq!(got["params"], json!({"_meta": meta().keys()}));
+    }
+
     #[test]
     fn a_modern_http_request_carries_headers_and_mirrored_arguments() {
         let (mut wire, mut rx) = wire_of(|o| Wire::modern(o, meta(), true));
@@ -216,7 +283,7 @@ mod tests {
             1,
             "the tool with an invalid annotation is left out"
         );
-        wire.request(
+        wire.request_value(
             5,
             "tools/call",
             Some(&json!({"name": "geo", "arguments": {"region": "us west 1"}})),

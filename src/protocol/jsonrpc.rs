@@ -282,6 +282,34 @@ pub fn request_line(id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
     })
 }
 
+/// A request whose params are the JSON text `pieces` put together (which must make one JSON
+/// value; no pieces, no params), newline-terminated: params serialized once are copied as they
+/// are, not serialized again.
+pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&str]) -> Vec<u8> {
+    let params: usize = pieces.iter().map(|p| p.len()).sum();
+    let mut line = Vec::with_capacity(64 + method.len() + params);
+    let head = OutRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params: None,
+    };
+    // As in `to_line`, this cannot fail; the params go before the closing brace.
+    if serde_json::to_writer(&mut line, &head).is_err() || line.pop() != Some(b'}') {
+        line.clear();
+        line.push(b'\n');
+        return line;
+    }
+    if !pieces.is_empty() {
+        line.extend_from_slice(b",\"params\":");
+        for piece in pieces {
+            line.extend_from_slice(piece.as_bytes());
+        }
+    }
+    line.extend_from_slice(b"}\n");
+    line
+}
+
 /// A notification, newline-terminated.
 pub fn notification_line(method: &str, params: Option<&Value>) -> Vec<u8> {
     to_line(&OutNotification {

@@ -79,6 +79,8 @@ impl std::fmt::Display for LogLevel {
 pub struct RequestMeta {
     /// The keys, ready to merge into a request's `_meta`.
     keys: Map<String, Value>,
+    /// The keys as a JSON object's text, for requests whose params have no `_meta` yet.
+    json: String,
 }
 
 impl RequestMeta {
@@ -96,7 +98,14 @@ impl RequestMeta {
         if let Some(level) = log_level {
             keys.insert(LOG_LEVEL.into(), Value::String(level.name().to_owned()));
         }
-        RequestMeta { keys }
+        let json = Value::Object(keys.clone()).to_string();
+        RequestMeta { keys, json }
+    }
+
+    /// The keys as the JSON text of a `_meta` object (the whole `_meta` of a request that had
+    /// none).
+    pub fn json(&self) -> &str {
+        &self.json
     }
 
     /// The protocol version these requests carry.

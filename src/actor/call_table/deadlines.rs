@@ -70,7 +70,7 @@ impl CallTable {
             self.counters.calls_timed_out += 1;
             let error = Error::Timeout {
                 server: self.server.to_string(),
-                method: entry.method.clone(),
+                method: entry.method.to_string(),
                 timeout: entry.timeout,
             };
             entry.answer(Err(error));
@@ -93,7 +93,7 @@ impl CallTable {
         let timeout = entry.timeout;
         entry.answer(Err(Error::Timeout {
             server: self.server.to_string(),
-            method: method.clone(),
+            method: method.to_string(),
             timeout,
         }));
         tracing::warn!(server = %self.server, method = %method, id, "call timed out; cancelling it on the server");

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::{CallTable, Situation};
+use crate::actor::request::Params;
 use crate::actor::wire::Wire;
 use crate::error::Error;
 
@@ -13,7 +14,7 @@ impl CallTable {
     /// The call and method that request `wire_id` belongs to, if it is written and unanswered.
     pub fn written_call(&self, wire_id: u64) -> Option<(u64, &str)> {
         let key = self.written(wire_id)?;
-        Some((key, self.calls.get(&key)?.method.as_str()))
+        Some((key, self.calls.get(&key)?.method.as_ref()))
     }
 
     /// Takes written call `key` off the wire while the application answers the server's input
@@ -34,7 +35,7 @@ impl CallTable {
             return None;
         }
         entry.held = true;
-        Some(entry.params.clone())
+        Some(entry.params.as_ref().map(Params::to_value))
     }
 
     /// Sends held call `key` again with `params` (the next round), under a new id; it waits
@@ -50,7 +51,7 @@ impl CallTable {
         let Some(entry) = self.calls.get_mut(&key).filter(|c| c.held) else {
             return false;
         };
-        entry.params = Some(params);
+        entry.params = Some(Params::of_value(&params));
         if situation.state.is_ready() && wire.is_some() {
             self.write(key, wire);
         } else {

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use crate::actor::calls::CallEntry;
 use crate::actor::messages::Call;
 use crate::actor::reply::{self, Answer, Payload, Slot};
+use crate::actor::request::CallRequest;
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
@@ -144,6 +145,7 @@ impl CallTable {
         wire: Option<&Wire>,
         now: Instant,
     ) -> Result<Receipt, Error> {
+        let call = CallRequest::from(call);
         self.admit(&call, situation)?;
         let (tx, rx) = oneshot::channel();
         let id = self.open(call, Slot::to(tx, reply::raw, "Call"), situation, wire, now);
@@ -153,7 +155,7 @@ impl CallTable {
 
     /// Whether the table takes `call` now: not when it is for another server, the server is
     /// failed or stopped, or `max_in_flight` calls are already in the table.
-    pub fn admit(&self, call: &Call, situation: &Situation) -> Result<(), Error> {
+    pub fn admit(&self, call: &CallRequest, situation: &Situation) -> Result<(), Error> {
         if call.server != *self.server {
             return Err(Error::ServerNotFound {
                 server: call.server.clone(),
@@ -190,7 +192,7 @@ impl CallTable {
     /// written at once if the server is Ready and no older call waits, queued otherwise.
     pub fn open(
         &mut self,
-        call: Call,
+        call: CallRequest,
         reply: Rc<dyn Answer>,
         situation: &Situation,
         wire: Option<&Wire>,
@@ -313,7 +315,7 @@ impl CallTable {
         if entry.sends > 0 && !is_safe_by_nature(&entry.method) {
             Error::OutcomeUnknown {
                 server: self.server.to_string(),
-                method: entry.method.clone(),
+                method: entry.method.to_string(),
                 reason: format!("it was sent before its connection broke, and {reason}"),
             }
         } else {
@@ -366,7 +368,7 @@ impl CallTable {
                 let method = self
                     .calls
                     .get(&key)
-                    .map(|c| c.method.clone())
+                    .map(|c| c.method.to_string())
                     .unwrap_or_default();
                 self.finish(key, Err(Error::rpc(&self.server, &method, error)));
             }
@@ -433,7 +435,7 @@ impl CallTable {
             let Some(entry) = self.calls.get_mut(&id) else {
                 continue;
             };
-            let hints = entry.tool().and_then(|name| tool_hints(tools, name));
+            let hints = entry.tool().and_then(|name| tool_hints(tools, &name));
             let verdict =
                 after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
             if verdict == AfterDisconnect::Resend {
@@ -448,7 +450,7 @@ impl CallTable {
             let outcome = if verdict == AfterDisconnect::OutcomeUnknown {
                 Error::OutcomeUnknown {
                     server,
-                    method: entry.method.clone(),
+                    method: entry.method.to_string(),
                     reason: error.without_stderr(),
                 }
             } else {

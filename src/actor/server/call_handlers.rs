@@ -17,13 +17,14 @@ use crate::actor::call_table::{AfterExpire, Situation};
 use crate::actor::messages::*;
 use crate::actor::reply::Answer;
 use crate::actor::reply::{self, CallResponse, Routed, Slot};
+use crate::actor::request::CallRequest;
 
 impl Handler<Call> for ServerActor {
     type Result = CallResponse<Value>;
 
     fn handle(&mut self, call: Call, ctx: &mut Context<Self>) -> Self::Result {
         let slot = Slot::empty(reply::raw, "Call");
-        self.begin_call(call, slot.clone(), ctx);
+        self.begin_call(call.into(), slot.clone(), ctx);
         CallResponse(slot)
     }
 }
@@ -34,7 +35,7 @@ impl Handler<Routed<Call, Value>> for ServerActor {
     fn handle(&mut self, routed: Routed<Call, Value>, ctx: &mut Context<Self>) {
         // A `do_send` through the supervisor has no channel: the call runs all the same.
         let (call, tx) = routed.into_parts();
-        self.begin_call(call, Slot::to_any(tx, reply::raw, "Call"), ctx);
+        self.begin_call(call.into(), Slot::to_any(tx, reply::raw, "Call"), ctx);
     }
 }
 
@@ -42,7 +43,7 @@ impl ServerActor {
     /// Registers a caller's call, answered on `reply` (at once, if the table refuses it).
     pub(super) fn begin_call(
         &mut self,
-        call: Call,
+        call: CallRequest,
         reply: Rc<dyn Answer>,
         ctx: &mut Context<Self>,
     ) {

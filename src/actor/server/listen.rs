@@ -101,7 +101,7 @@ impl ServerActor {
             return;
         };
         let id = self.ids.next();
-        live.wire.request(
+        live.wire.request_value(
             id,
             "subscriptions/listen",
             Some(&json!({ "notifications": filter })),

@@ -30,7 +30,7 @@ use tokio_util::codec::FramedRead;
 mod reader;
 mod writer;
 
-use reader::Reader;
+use reader::{Ends, Reader};
 use writer::{write_loop, Backlog};
 
 use super::process_tree::{kill_tree_detached, Strays};
@@ -271,6 +271,7 @@ pub(crate) fn spawn(
     tracing::debug!(server = %server, pid = child.id(), command = %config.command, "spawned server process");
 
     let (exit_tx, exit) = watch::channel(None);
+    let (exited_tx, exited) = oneshot::channel();
     let reaped = reaping.track();
     tokio::spawn(async move {
         let _reaped = reaped;
@@ -279,6 +280,7 @@ pub(crate) fn spawn(
             Err(e) => format!("exit status unknown: {e}"),
         };
         let _ = exit_tx.send(Some(status));
+        let _ = exited_tx.send(());
     });
 
     let stderr_tail = StderrTail::default();
@@ -317,27 +319,28 @@ pub(crate) fn spawn(
         strays: Strays::default(),
         reaping: reaping.clone(),
     };
-    let reader = Reader {
+    let report = ProcessHandle {
         server: server.clone(),
-        lines: FramedRead::new(stdout, LineCodec::new(settings.max_message_bytes)),
-        queued: VecDeque::new(),
-        write_failed: Some(write_failed),
-        report: ProcessHandle {
-            server: server.clone(),
-            pid: None,
-            exit,
-            stderr: stderr_tail,
-            stderr_done,
-            stdin: None,
-            strays: Strays::default(),
-            reaping: Reaping::default(),
+        pid: None,
+        exit,
+        stderr: stderr_tail,
+        stderr_done,
+        stdin: None,
+        strays: Strays::default(),
+        reaping: Reaping::default(),
+    };
+    let reader = Reader::new(
+        server.clone(),
+        FramedRead::new(stdout, LineCodec::new(settings.max_message_bytes)),
+        Ends {
+            write_failed,
+            exited,
         },
-        group: pid,
-        drain_until: None,
+        report,
+        pid,
         skips,
         backlog,
-        done: false,
-    };
+    );
     Ok(Connection {
         outbound: Outbound(out_tx),
         events: reader.into_stream(),

@@ -1,17 +1,25 @@
 //! The reader of a server's stdout: lines through the bounded codec, parsed into messages,
 //! non-JSON and over-long lines skipped and counted; the end of the connection when stdout
 //! closes, or shortly after the server's own process exited.
+//!
+//! A hand-written [`Stream`] rather than an `async` loop: it runs once per message of every
+//! call, and polling stdout first, and what else may end the connection (a failed write, the
+//! server's exit, the drain deadline) only when stdout has nothing, makes no future per
+//! message and moves no state in and out of one.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::ChildStdout;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
+use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
 
 use super::writer::Backlog;
@@ -22,116 +30,196 @@ use crate::protocol::jsonrpc::{parse_frame_into, Inbound};
 use crate::protocol::text::{server_bytes, server_text};
 use crate::transport::{SkipCounters, TransportEvent};
 
+/// A future the reader keeps across polls.
+type Waiting<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// What else ends the connection: news of a failed write to stdin, and of the server's exit
+/// (either sender dropped unsent: nothing can tell us any more, which counts as the news).
+pub(super) struct Ends {
+    pub write_failed: oneshot::Receiver<std::io::Error>,
+    pub exited: oneshot::Receiver<()>,
+}
+
 /// Turns stdout into [`TransportEvent`]s.
 pub(super) struct Reader {
-    pub(super) server: Arc<str>,
-    pub(super) lines: FramedRead<ChildStdout, LineCodec>,
-    pub(super) queued: VecDeque<Inbound>,
-    pub(super) write_failed: Option<oneshot::Receiver<std::io::Error>>,
-    /// A pid-less handle: reads the exit status and stderr, never signals.
-    pub(super) report: ProcessHandle,
+    server: Arc<str>,
+    lines: FramedRead<ChildStdout, LineCodec>,
+    /// Messages parsed and not yet handed out (a batch is several).
+    queued: VecDeque<Inbound>,
+    write_failed: Option<oneshot::Receiver<std::io::Error>>,
+    /// A pid-less handle: reads the exit status and stderr, never signals. Taken by `closing`.
+    report: Option<ProcessHandle>,
+    /// Until the server's own process exited.
+    exited: Option<oneshot::Receiver<()>>,
+    /// Once it did: stdout is read until this fires, no longer.
+    drain: Option<Pin<Box<Sleep>>>,
     /// The server's process group, killed when the server exited but its stdout stays open.
-    pub(super) group: Option<Pid>,
-    /// Set when the server's own process exited: stdout is read until then, no longer.
-    pub(super) drain_until: Option<Instant>,
-    pub(super) skips: Arc<SkipCounters>,
+    group: Option<Pid>,
+    skips: Arc<SkipCounters>,
     /// What the writer has yet to write: requests from the server wait for room.
-    pub(super) backlog: Arc<Backlog>,
-    pub(super) done: bool,
+    backlog: Arc<Backlog>,
+    /// A request from the server waiting for room in the backlog.
+    room: Option<Waiting<()>>,
+    /// The connection's end, being reported (with the exit status and stderr tail).
+    closing: Option<Waiting<TransportEvent>>,
+    done: bool,
 }
 
 impl Reader {
+    /// A reader of the server's stdout `lines`; `report` is a pid-less handle of the process,
+    /// for its exit.
+    pub(super) fn new(
+        server: Arc<str>,
+        lines: FramedRead<ChildStdout, LineCodec>,
+        ends: Ends,
+        report: ProcessHandle,
+        group: Option<Pid>,
+        skips: Arc<SkipCounters>,
+        backlog: Arc<Backlog>,
+    ) -> Self {
+        Reader {
+            server,
+            lines,
+            queued: VecDeque::new(),
+            write_failed: Some(ends.write_failed),
+            report: Some(report),
+            exited: Some(ends.exited),
+            drain: None,
+            group,
+            skips,
+            backlog,
+            room: None,
+            closing: None,
+            done: false,
+        }
+    }
+
+    /// The reader as the connection's stream of events.
     pub(super) fn into_stream(
         self,
     ) -> futures_util::stream::LocalBoxStream<'static, TransportEvent> {
-        futures_util::stream::unfold(self, |mut r| async move {
-            let event = r.next_event().await?;
-            Some((event, r))
-        })
-        .boxed_local()
+        self.boxed_local()
     }
 
-    async fn next_event(&mut self) -> Option<TransportEvent> {
-        loop {
-            if let Some(msg) = self.queued.pop_front() {
-                if matches!(msg, Inbound::Request { .. }) {
-                    self.backlog.room().await;
+    /// The next parsed message, once a request among them has room for its answer.
+    fn poll_queued(&mut self, cx: &mut Context<'_>) -> Poll<Option<Inbound>> {
+        let Some(front) = self.queued.front() else {
+            return Poll::Ready(None);
+        };
+        if matches!(front, Inbound::Request { .. }) && !self.backlog.has_room() {
+            let backlog = &self.backlog;
+            let room = self.room.get_or_insert_with(|| {
+                let backlog = backlog.clone();
+                Box::pin(async move { backlog.room().await })
+            });
+            ready!(room.as_mut().poll(cx));
+            self.room = None;
+        }
+        Poll::Ready(self.queued.pop_front())
+    }
+
+    fn on_line(&mut self, line: Line) {
+        match line {
+            Line::Complete(bytes) => {
+                if let Err(e) = parse_frame_into(&bytes, &mut self.queued) {
+                    self.skips.non_json.fetch_add(1, Ordering::Relaxed);
+                    crate::telemetry::message_skipped(&self.server, "non_json");
+                    tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
                 }
-                return Some(TransportEvent::Message(msg));
             }
-            if self.done {
-                return None;
-            }
-            let drain_until = self.drain_until;
-            let line = tokio::select! {
-                line = self.lines.next() => line,
-                failed = async { self.write_failed.as_mut()?.await.ok() }, if self.write_failed.is_some() => {
-                    self.write_failed = None;
-                    match failed {
-                        Some(e) => return Some(self.closed(format!("writing to the server's stdin failed: {e}")).await),
-                        None => continue,
-                    }
-                }
-                // The server's own process exited (or nothing can tell us any more): stdout
-                // gets a short grace to deliver what is still buffered.
-                _ = async { drop(self.report.exit.wait_for(Option::is_some).await) }, if drain_until.is_none() => {
-                    let now = Instant::now();
-                    self.drain_until = Some(now.checked_add(EXIT_DRAIN_GRACE).unwrap_or(now));
-                    continue;
-                }
-                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
-                    // Something the server started holds its stdout: it goes with the group.
-                    if let Some(group) = self.group {
-                        let _ = killpg(group, Signal::SIGKILL);
-                    }
-                    return Some(
-                        self.closed(
-                            "the server exited, but a process it started kept its stdout open"
-                                .to_string(),
-                        )
-                        .await,
-                    );
-                }
-            };
-            match line {
-                Some(Ok(Line::Complete(bytes))) => match parse_frame_into(&bytes, &mut self.queued)
-                {
-                    Ok(()) => {}
-                    Err(e) => {
-                        self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                        crate::telemetry::message_skipped(&self.server, "non_json");
-                        tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
-                    }
-                },
-                Some(Ok(Line::Oversized { len })) => {
-                    self.skips.oversized.fetch_add(1, Ordering::Relaxed);
-                    crate::telemetry::message_skipped(&self.server, "oversized");
-                    tracing::warn!(server = %self.server, bytes = len, "skipped a line on stdout longer than max_message_bytes");
-                }
-                Some(Err(e)) => {
-                    return Some(
-                        self.closed(format!("reading the server's stdout failed: {e}"))
-                            .await,
-                    )
-                }
-                None => {
-                    return Some(
-                        self.closed("the server closed its stdout".to_string())
-                            .await,
-                    )
-                }
+            Line::Oversized { len } => {
+                self.skips.oversized.fetch_add(1, Ordering::Relaxed);
+                crate::telemetry::message_skipped(&self.server, "oversized");
+                tracing::warn!(server = %self.server, bytes = len, "skipped a line on stdout longer than max_message_bytes");
             }
         }
     }
 
-    async fn closed(&mut self, message: String) -> TransportEvent {
-        self.done = true;
-        let (exit_status, stderr_tail) = self.report.exit_report().await;
-        TransportEvent::Closed(Error::process_ended(
-            &self.server,
-            message,
-            exit_status,
-            stderr_tail,
-        ))
+    /// The connection is over, for `message`: its `Closed` event follows, with the exit status
+    /// and stderr tail once they are in (or a short wait for them has passed).
+    fn close(&mut self, message: String) {
+        let server = self.server.clone();
+        let report = self.report.take();
+        self.closing = Some(Box::pin(async move {
+            let (exit_status, stderr_tail) = match report {
+                Some(mut report) => report.exit_report().await,
+                None => (None, Vec::new()),
+            };
+            TransportEvent::Closed(Error::process_ended(
+                &server,
+                message,
+                exit_status,
+                stderr_tail,
+            ))
+        }));
+    }
+
+    /// What else may end the connection, looked at when stdout has nothing to give: a failed
+    /// write, the server's exit (which starts the drain), the drain's end. True if something
+    /// changed and the reader must look again.
+    fn poll_ends(&mut self, cx: &mut Context<'_>) -> bool {
+        if let Some(failed) = self.write_failed.as_mut() {
+            if let Poll::Ready(failed) = Pin::new(failed).poll(cx) {
+                self.write_failed = None;
+                if let Ok(e) = failed {
+                    self.close(format!("writing to the server's stdin failed: {e}"));
+                }
+                return true;
+            }
+        }
+        if let Some(exited) = self.exited.as_mut() {
+            if Pin::new(exited).poll(cx).is_ready() {
+                // The server's own process exited: stdout gets a short grace to deliver what
+                // is still buffered.
+                self.exited = None;
+                self.drain = Some(Box::pin(tokio::time::sleep(EXIT_DRAIN_GRACE)));
+                return true;
+            }
+        }
+        if let Some(drain) = self.drain.as_mut() {
+            if drain.as_mut().poll(cx).is_ready() {
+                self.drain = None;
+                // Something the server started holds its stdout: it goes with the group.
+                if let Some(group) = self.group {
+                    let _ = killpg(group, Signal::SIGKILL);
+                }
+                self.close(
+                    "the server exited, but a process it started kept its stdout open".into(),
+                );
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Stream for Reader {
+    type Item = TransportEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TransportEvent>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(closing) = this.closing.as_mut() {
+                let event = ready!(closing.as_mut().poll(cx));
+                this.closing = None;
+                this.done = true;
+                return Poll::Ready(Some(event));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(message) = ready!(this.poll_queued(cx)) {
+                return Poll::Ready(Some(TransportEvent::Message(message)));
+            }
+            match this.lines.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(line))) => this.on_line(line),
+                Poll::Ready(Some(Err(e))) => {
+                    this.close(format!("reading the server's stdout failed: {e}"))
+                }
+                Poll::Ready(None) => this.close("the server closed its stdout".into()),
+                Poll::Pending if this.poll_ends(cx) => {}
+                Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 }

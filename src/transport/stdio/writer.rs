@@ -25,10 +25,17 @@ pub(super) struct Backlog {
 
 impl Backlog {
     fn set(&self, lines: usize) {
-        self.lines.store(lines, Ordering::Release);
-        if lines < MAX_BACKLOG {
+        let before = self.lines.swap(lines, Ordering::AcqRel);
+        // Only a backlog that was full can have someone waiting (they wait only after seeing
+        // it full, registered before they looked): the waiters' lock is not taken per write.
+        if before >= MAX_BACKLOG && lines < MAX_BACKLOG {
             self.drained.notify_waiters();
         }
+    }
+
+    /// Whether one more answer may be queued now.
+    pub(super) fn has_room(&self) -> bool {
+        self.lines.load(Ordering::Acquire) < MAX_BACKLOG
     }
 
     /// Returns once there is room for one more answer.

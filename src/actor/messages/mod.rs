@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::actor::status::ServerStatus;
 use crate::config::ServerConfig;
@@ -48,8 +48,14 @@ impl Default for CallOptions {
 impl CallOptions {
     /// The defaults, with the current span as the parent of the call's span.
     pub fn here() -> CallOptions {
+        // Without any subscriber there is no current span, and asking costs a lookup per call.
+        let parent = if tracing::dispatcher::has_been_set() {
+            tracing::Span::current()
+        } else {
+            tracing::Span::none()
+        };
         CallOptions {
-            parent: tracing::Span::current(),
+            parent,
             ..CallOptions::default()
         }
     }
@@ -72,32 +78,35 @@ macro_rules! call_options {
     ($t:ty) => {
         impl $t {
             /// Sets the call's timeout (its deadline is now + timeout).
-            pub fn timeout(mut self, timeout: Duration) -> Self {
+            pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
                 self.options.timeout = Some(timeout);
                 self
             }
 
             /// Sets what may be re-sent if the connection breaks while the call is in flight.
-            pub fn retry(mut self, retry: RetryPolicy) -> Self {
+            pub fn retry(mut self, retry: $crate::RetryPolicy) -> Self {
                 self.options.retry = retry;
                 self
             }
 
             /// Sends the server's progress notifications for this call to `recipient`.
-            pub fn on_progress(mut self, recipient: Recipient<Progress>) -> Self {
+            pub fn on_progress(
+                mut self,
+                recipient: ::actix::Recipient<$crate::actor::messages::Progress>,
+            ) -> Self {
                 self.options.progress = Some(recipient);
                 self
             }
 
             /// Lets each progress notification restart the timeout, up to `max_total` overall.
-            pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+            pub fn reset_timeout_on_progress(mut self, max_total: ::std::time::Duration) -> Self {
                 self.options.reset_timeout_on_progress = Some(max_total);
                 self
             }
 
             /// Makes the call's `mcp.call` span a child of `parent` instead of the span that
             /// was current when the call was made.
-            pub fn parent_span(mut self, parent: tracing::Span) -> Self {
+            pub fn parent_span(mut self, parent: ::tracing::Span) -> Self {
                 self.options.parent = parent;
                 self
             }
@@ -150,179 +159,8 @@ impl Message for Call {
     type Result = Result<Value, Error>;
 }
 
-/// Declares a typed call: a struct that turns into a [`Call`] and whose answer is parsed into an
-/// rmcp schema type.
-macro_rules! typed_call {
-    (
-        $(#[$doc:meta])*
-        $name:ident => $output:ty, $method:literal,
-        fields { $($(#[$fdoc:meta])* $field:ident : $fty:ty = $init:expr),* $(,)? },
-        new($($arg:ident : $aty:ty),*),
-        params($self_:ident) $params:block
-    ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone)]
-        pub struct $name {
-            /// Server name.
-            pub server: String,
-            $( $(#[$fdoc])* pub $field: $fty, )*
-            /// Timeout, retry policy, progress.
-            pub options: CallOptions,
-        }
-
-        impl $name {
-            #[doc = concat!("A `", $method, "` call to `server`.")]
-            pub fn new(server: impl Into<String> $(, $arg: $aty)*) -> Self {
-                $name { server: server.into(), $( $field: $init, )* options: CallOptions::here() }
-            }
-        }
-
-        call_options!($name);
-
-        impl From<$name> for Call {
-            fn from($self_: $name) -> Call {
-                let params: Option<Value> = $params;
-                Call { server: $self_.server, method: $method.into(), params, options: $self_.options }
-            }
-        }
-
-        impl Message for $name {
-            type Result = Result<$output, Error>;
-        }
-
-        impl TypedCall for $name {
-            type Output = $output;
-        }
-    };
-}
-
-/// A typed call: converts into a [`Call`], and its answer is parsed into `Output`.
-pub trait TypedCall: Into<Call> + Message<Result = Result<Self::Output, Error>> {
-    /// The rmcp schema type of the answer.
-    type Output: serde::de::DeserializeOwned + Send + 'static;
-}
-
-/// `{"name": .., "arguments": ..}`, moving the arguments rather than copying them (this is on
-/// every tool call's path).
-fn name_and_arguments(name: String, arguments: Map<String, Value>) -> Value {
-    let mut params = Map::with_capacity(2);
-    params.insert("name".into(), Value::String(name));
-    params.insert("arguments".into(), Value::Object(arguments));
-    Value::Object(params)
-}
-
-fn cursor_params(cursor: Option<String>) -> Option<Value> {
-    cursor.map(|c| serde_json::json!({ "cursor": c }))
-}
-
-typed_call! {
-    /// `tools/call`: runs a tool.
-    ///
-    /// ```
-    /// use mcp_supervisor::{CallTool, RetryPolicy};
-    /// use serde_json::json;
-    /// use std::time::Duration;
-    ///
-    /// let call = CallTool::new("fs", "read_text_file", json!({"path": "/srv/a.txt"}))
-    ///     .timeout(Duration::from_secs(10))
-    ///     .retry(RetryPolicy::Never);
-    /// ```
-    CallTool => rmcp::model::CallToolResult, "tools/call",
-    fields {
-        /// Tool name.
-        name: String = name.into(),
-        /// Arguments (a JSON object; anything else is sent as `{}`).
-        arguments: Map<String, Value> = match arguments {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        },
-    },
-    new(name: impl Into<String>, arguments: Value),
-    params(c) { Some(name_and_arguments(c.name, c.arguments)) }
-}
-
-typed_call! {
-    /// `tools/list`: one page of the server's tools (the supervisor's cached list, with all
-    /// pages, is in [`ServerStatus`]).
-    ListTools => rmcp::model::ListToolsResult, "tools/list",
-    fields {
-        /// Cursor of the page to fetch.
-        cursor: Option<String> = None,
-    },
-    new(),
-    params(c) { cursor_params(c.cursor) }
-}
-
-impl ListTools {
-    /// Asks for the page after `cursor`.
-    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.cursor = Some(cursor.into());
-        self
-    }
-}
-
-typed_call! {
-    /// `resources/list`: one page of the server's resources.
-    ListResources => rmcp::model::ListResourcesResult, "resources/list",
-    fields {
-        /// Cursor of the page to fetch.
-        cursor: Option<String> = None,
-    },
-    new(),
-    params(c) { cursor_params(c.cursor) }
-}
-
-typed_call! {
-    /// `resources/read`: reads one resource.
-    ReadResource => rmcp::model::ReadResourceResult, "resources/read",
-    fields {
-        /// The resource's URI.
-        uri: String = uri.into(),
-    },
-    new(uri: impl Into<String>),
-    params(c) { Some(serde_json::json!({ "uri": c.uri })) }
-}
-
-typed_call! {
-    /// `prompts/list`: one page of the server's prompts.
-    ListPrompts => rmcp::model::ListPromptsResult, "prompts/list",
-    fields {
-        /// Cursor of the page to fetch.
-        cursor: Option<String> = None,
-    },
-    new(),
-    params(c) { cursor_params(c.cursor) }
-}
-
-typed_call! {
-    /// `prompts/get`: renders a prompt.
-    GetPrompt => rmcp::model::GetPromptResult, "prompts/get",
-    fields {
-        /// Prompt name.
-        name: String = name.into(),
-        /// Its arguments.
-        arguments: Map<String, Value> = Map::new(),
-    },
-    new(name: impl Into<String>),
-    params(c) { Some(name_and_arguments(c.name, c.arguments)) }
-}
-
-impl GetPrompt {
-    /// Sets one argument of the prompt.
-    pub fn arg(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.arguments
-            .insert(key.into(), Value::String(value.into()));
-        self
-    }
-}
-
-typed_call! {
-    /// `ping`: checks that the server answers.
-    Ping => rmcp::model::EmptyObject, "ping",
-    fields {},
-    new(),
-    params(_c) { None }
-}
+mod typed;
+pub use typed::*;
 
 /// A progress notification for one call.
 #[derive(Debug, Clone, PartialEq, Message)]
