@@ -9,7 +9,8 @@
 
 use bytes::{Bytes, BytesMut};
 use mcp_supervisor::protocol::codec::{Line, LineCodec};
-use mcp_supervisor::protocol::jsonrpc::parse_frame;
+use mcp_supervisor::protocol::jsonrpc::{parse_frame, Id, Inbound};
+use mcp_supervisor::protocol::response::plain_response;
 use mcp_supervisor::protocol::sse::{SseItem, SseParser};
 use std::time::Duration;
 use tokio_util::codec::Decoder;
@@ -183,7 +184,36 @@ pub fn fuzz_sse(data: &[u8]) {
     assert_eq!(parse_sse(input, &cuts, max), parse_sse(input, &[], max));
 }
 
-/// Fuzz entry: any bytes parse into messages or a frame error, never a panic.
+/// Fuzz entry: any bytes parse into messages or a frame error, never a panic; and a line taken
+/// for a plain response by its fixed parts alone is exactly what the full parse makes of it.
 pub fn fuzz_jsonrpc_frame(data: &[u8]) {
-    let _ = parse_frame(data);
+    let full = parse_frame(data);
+    check_plain_response(data, &full);
+}
+
+/// The rule of the plain-response fast path: if its result parses, the full parse found the
+/// same one response with the same id and result; if it does not, the full parse found no
+/// response either (the line was not what it looked like).
+pub fn check_plain_response(
+    data: &[u8],
+    full: &Result<Vec<Inbound>, mcp_supervisor::protocol::jsonrpc::FrameError>,
+) {
+    let Some((id, result)) = plain_response(&Bytes::copy_from_slice(data)) else {
+        return;
+    };
+    let full_response = match full.as_deref() {
+        Ok([Inbound::Response { id: got, result }]) => Some((got.clone(), result.to_value())),
+        _ => None,
+    };
+    match result.to_value() {
+        Ok(value) => {
+            let (got, full_value) = full_response.expect("the full parse finds the response");
+            assert_eq!(got, Id::Number(id));
+            assert_eq!(full_value.ok(), Some(value));
+        }
+        Err(_) => assert!(
+            full_response.is_none(),
+            "a response the full parse takes was refused by the fast path"
+        ),
+    }
 }

@@ -96,6 +96,46 @@ proptest! {
     fn jsonrpc_frames_never_panic(input in proptest::collection::vec(any::<u8>(), 0..256)) {
         fuzz_jsonrpc_frame(&input);
     }
+
+    #[test]
+    fn plain_looking_responses_are_what_the_full_parse_makes_of_them(input in plain_looking()) {
+        fuzz_jsonrpc_frame(&input);
+    }
+}
+
+/// Lines with the fixed parts of a plain response around JSON-ish bits: valid results, broken
+/// ones, and members a response must not have (`error`, `method`, a second `id`).
+fn plain_looking() -> impl Strategy<Value = Vec<u8>> {
+    let token = prop_oneof![
+        Just("{"),
+        Just("}"),
+        Just("["),
+        Just("]"),
+        Just(","),
+        Just(":"),
+        Just("\""),
+        Just("\\"),
+        Just("1"),
+        Just("null"),
+        Just("\"id\""),
+        Just("\"error\""),
+        Just("\"method\""),
+        Just("\"result\""),
+        Just("\"a\""),
+        Just(" "),
+        Just("\u{e9}"),
+        Just("{}"),
+        Just("\"x\":1"),
+    ];
+    let middle = proptest::collection::vec(token, 0..10).prop_map(|t| t.concat());
+    (any::<bool>(), 0u32..20, middle).prop_map(|(head, id, middle)| {
+        if head {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{middle}}}"#)
+        } else {
+            format!(r#"{{"result":{middle},"jsonrpc":"2.0","id":{id}}}"#)
+        }
+        .into_bytes()
+    })
 }
 
 /// Every file of the fuzz corpus (seeds and whatever a fuzzing run added) through its target.

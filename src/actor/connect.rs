@@ -234,7 +234,8 @@ impl Handshake<'_> {
                 TransportEvent::Message(Inbound::Response { id: got, result })
                     if got.as_ours() == Some(id) =>
                 {
-                    return serde_json::from_str(result.get())
+                    return result
+                        .to_value()
                         .map_err(|e| Error::invalid_response(server, method, e.to_string()));
                 }
                 TransportEvent::Message(Inbound::Error { id: got, error })

@@ -13,9 +13,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::protocol::response::RawResult;
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::actor::server::ServerActor;
@@ -27,12 +27,12 @@ use crate::error::Error;
 /// result the actor had to look into, or made itself).
 #[derive(Debug)]
 pub(crate) enum Payload {
-    Raw(Box<RawValue>),
+    Raw(RawResult),
     Parsed(Value),
 }
 
-impl From<Box<RawValue>> for Payload {
-    fn from(raw: Box<RawValue>) -> Self {
+impl From<RawResult> for Payload {
+    fn from(raw: RawResult) -> Self {
         Payload::Raw(raw)
     }
 }
@@ -158,7 +158,7 @@ impl<T: 'static> Answer for Slot<T> {
 /// The result as a `Value`, for an untyped [`Call`](crate::Call).
 pub(crate) fn raw(payload: Payload) -> Result<Value, serde_json::Error> {
     match payload {
-        Payload::Raw(text) => serde_json::from_str(text.get()),
+        Payload::Raw(text) => text.to_value(),
         Payload::Parsed(value) => Ok(value),
     }
 }
@@ -168,7 +168,7 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     payload: Payload,
 ) -> Result<T, serde_json::Error> {
     match payload {
-        Payload::Raw(text) => serde_json::from_str(text.get()),
+        Payload::Raw(text) => text.parse(),
         Payload::Parsed(value) => serde_json::from_value(value),
     }
 }
@@ -286,7 +286,8 @@ mod tests {
     use crate::error::ErrorKind;
 
     fn text(json: &str) -> Payload {
-        Payload::Raw(RawValue::from_string(json.to_owned()).unwrap())
+        let raw = serde_json::value::RawValue::from_string(json.to_owned()).unwrap();
+        Payload::Raw(RawResult::of_text(raw))
     }
 
     #[test]

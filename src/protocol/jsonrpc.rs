@@ -1,9 +1,12 @@
 //! JSON-RPC 2.0 messages as MCP uses them: serializing our requests and notifications, and
 //! parsing one inbound frame into typed items. Pure: no IO.
 
+use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+use super::response::{plain_response, RawResult};
 
 /// JSON-RPC error codes used by this crate.
 pub mod codes {
@@ -88,7 +91,7 @@ pub enum Inbound {
         id: Id,
         /// The result, as its JSON text: parsed once, by whoever knows what it should be
         /// (straight into a typed call's output, say), and not before.
-        result: Box<RawValue>,
+        result: RawResult,
     },
     /// An error response. `id` is `None` when the server could not tell which request failed.
     Error {
@@ -189,6 +192,24 @@ pub(crate) fn parse_frame_into(
     Ok(())
 }
 
+/// [`parse_frame_into`] for a line of its own (stdio's): a response of a plain shape is taken
+/// by its fixed parts (see [`plain_response`]), its result parsed only by its caller.
+pub(crate) fn parse_line_into(
+    line: &Bytes,
+    out: &mut impl Extend<Inbound>,
+) -> Result<(), FrameError> {
+    match plain_response(line) {
+        Some((id, result)) => {
+            out.extend(std::iter::once(Inbound::Response {
+                id: Id::Number(id),
+                result,
+            }));
+            Ok(())
+        }
+        None => parse_frame_into(line, out),
+    }
+}
+
 /// Tells "not JSON" from "JSON, but not JSON-RPC" (only on the error path).
 fn frame_error(bytes: &[u8], error: serde_json::Error) -> FrameError {
     match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
@@ -226,7 +247,10 @@ fn classify(raw: RawMessage) -> Result<Inbound, FrameError> {
             params: raw.params,
         }),
         (None, id, _, Some(error)) => Ok(Inbound::Error { id, error }),
-        (None, Some(id), Some(result), None) => Ok(Inbound::Response { id, result }),
+        (None, Some(id), Some(result), None) => Ok(Inbound::Response {
+            id,
+            result: RawResult::of_text(result),
+        }),
         _ => Err(FrameError::NotJsonRpc(
             "neither a request, a notification nor a response".into(),
         )),
@@ -344,7 +368,7 @@ mod tests {
         match &got[..] {
             [Inbound::Response { id, result }] => {
                 assert_eq!(id, &Id::Number(3));
-                let result: Value = serde_json::from_str(result.get()).unwrap();
+                let result: Value = result.to_value().unwrap();
                 assert_eq!(result, json!({"a":1}));
             }
             other => panic!("expected one response, got {other:?}"),
@@ -352,7 +376,7 @@ mod tests {
         let got = parse_frame(br#"{"jsonrpc":"2.0","id":4,"result":null}"#).unwrap();
         assert!(matches!(
             &got[0],
-            Inbound::Response { result, .. } if result.get() == "null"
+            Inbound::Response { result, .. } if result.to_value().unwrap() == Value::Null
         ));
         let got =
             parse_frame(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)

@@ -9,5 +9,6 @@ pub mod lifecycle;
 pub mod meta;
 pub mod mrtr;
 pub mod pagination;
+pub mod response;
 pub mod sse;
 pub mod text;

@@ -33,7 +33,7 @@ impl ServerActor {
                     .is_some_and(|l| l.wire.era() == Era::Modern);
                 // A modern result is looked into (does it ask for input?); a legacy one goes
                 // to its caller as it came, parsed there once into what the caller wants.
-                match modern.then(|| serde_json::from_str::<Value>(result.get())) {
+                match modern.then(|| result.to_value()) {
                     Some(Ok(parsed)) => self.on_modern_response(&id, parsed, ctx),
                     // Not parsed: the call is answered with why, as any unparsable result.
                     Some(Err(_)) | None => self.calls.on_response(&id, result),

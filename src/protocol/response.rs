@@ -1,0 +1,178 @@
+//! A response's result, kept as it came and parsed once, by whoever knows what it should be
+//! (straight into a typed call's output, say): [`RawResult`].
+//!
+//! Most response lines have one of two shapes, `{"jsonrpc":"2.0","id":N,"result":…}` (serde
+//! and pydantic servers) and `{"result":…,"jsonrpc":"2.0","id":N}` (the TypeScript SDK). Such a
+//! line is recognized by those fixed parts alone ([`plain_response`]): its result is not walked
+//! to find where it ends, and the one parse of the whole line, into the caller's type, also
+//! checks that it is the JSON-RPC response it looked like, with that very id. Every other frame
+//! is parsed member by member ([`parse_frame`](super::jsonrpc::parse_frame)).
+
+use bytes::Bytes;
+use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The result of a successful response, as its JSON text.
+#[derive(Debug, Clone)]
+pub struct RawResult(Text);
+
+#[derive(Debug, Clone)]
+enum Text {
+    /// A whole line of a plain shape; the result is its `result` member.
+    Line { line: Bytes, id: i64 },
+    /// The result's own text.
+    Result(Box<RawValue>),
+}
+
+impl RawResult {
+    /// The result whose text is `text`.
+    pub fn of_text(text: Box<RawValue>) -> Self {
+        RawResult(Text::Result(text))
+    }
+
+    /// Parses the result into `T`. For a line recognized by its shape, this is where it is
+    /// found not to be one (not JSON, another id, an error or a method member too).
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match &self.0 {
+            Text::Result(text) => serde_json::from_str(text.get()),
+            Text::Line { line, id } => {
+                let whole: Whole<T> = serde_json::from_slice(line)?;
+                if whole.id != Some(*id) || whole.error.is_some() || whole.method.is_some() {
+                    return Err(serde_json::Error::custom(
+                        "not the plain response its first and last bytes made it look like",
+                    ));
+                }
+                Ok(whole.result)
+            }
+        }
+    }
+
+    /// The result as a `Value`.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        self.parse()
+    }
+}
+
+/// A response line as a whole: every member it may not have is looked for too.
+#[derive(Deserialize)]
+struct Whole<T> {
+    #[serde(default)]
+    id: Option<i64>,
+    result: T,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+}
+
+/// If `line` has one of the two plain shapes of a response, its id and its result (the line
+/// itself, parsed later).
+pub fn plain_response(line: &Bytes) -> Option<(i64, RawResult)> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    const RESULT: &[u8] = b",\"result\":";
+    const RESULT_FIRST: &[u8] = b"{\"result\":";
+    const TAIL: &[u8] = b",\"jsonrpc\":\"2.0\",\"id\":";
+    if !line.ends_with(b"}") {
+        return None;
+    }
+    let id = if let Some(rest) = line.strip_prefix(HEAD) {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if !rest[digits..].starts_with(RESULT) {
+            return None;
+        }
+        number(&rest[..digits])?
+    } else if line.starts_with(RESULT_FIRST) {
+        let body = &line[..line.len() - 1];
+        let digits = body.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        let (before, id) = body.split_at(body.len() - digits);
+        if !before.ends_with(TAIL) || before.len() < RESULT_FIRST.len() + TAIL.len() {
+            return None;
+        }
+        number(id)?
+    } else {
+        return None;
+    };
+    let result = RawResult(Text::Line {
+        line: line.clone(),
+        id,
+    });
+    Some((id, result))
+}
+
+/// A JSON integer's digits (no sign, no leading zero) as an id that fits.
+fn number(digits: &[u8]) -> Option<i64> {
+    if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn plain(line: &str) -> Option<(i64, Value)> {
+        let (id, result) = plain_response(&Bytes::copy_from_slice(line.as_bytes()))?;
+        Some((id, result.to_value().unwrap_or(json!("unparsable"))))
+    }
+
+    #[test]
+    fn both_plain_shapes_are_recognized_and_parsed_once() {
+        assert_eq!(
+            plain(r#"{"jsonrpc":"2.0","id":12,"result":{"a":[1,"}"]}}"#),
+            Some((12, json!({"a": [1, "}"]})))
+        );
+        assert_eq!(
+            plain(r#"{"result":{"content":[]},"jsonrpc":"2.0","id":7}"#),
+            Some((7, json!({"content": []})))
+        );
+        assert_eq!(
+            plain(r#"{"jsonrpc":"2.0","id":0,"result":null}"#),
+            Some((0, Value::Null))
+        );
+    }
+
+    #[test]
+    fn other_shapes_are_left_to_the_full_parse() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} "#,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+            r#"{"result":,"jsonrpc":"2.0","id":}"#,
+            r#"{"result":"jsonrpc":"2.0","id":3}"#,
+        ] {
+            assert_eq!(plain(line).map(|(id, _)| id), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_that_only_looks_plain_fails_when_parsed() {
+        let lines: [&[u8]; 7] = [
+            br#"{"jsonrpc":"2.0","id":5,"result":{"a":1}"#,
+            br#"{"jsonrpc":"2.0","id":5,"result":{},"id":6}"#,
+            br#"{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":5,"result":{},"method":"x"}"#,
+            br#"{"result":{"x":"a"},"y":{"z":1,"jsonrpc":"2.0","id":5}"#,
+            br#"{"result":,"jsonrpc":"2.0","id":3}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":\"\xff\"}",
+        ];
+        for line in lines {
+            let (_, result) = plain_response(&Bytes::copy_from_slice(line))
+                .unwrap_or_else(|| panic!("{:?} looks plain", String::from_utf8_lossy(line)));
+            assert!(
+                result.to_value().is_err(),
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+}
