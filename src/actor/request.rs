@@ -47,8 +47,9 @@ const TYPICAL_PARAMS: usize = 256;
 /// A request's params as JSON text, serialized once.
 #[derive(Debug, Clone)]
 pub(crate) struct Params {
-    /// Our own compact serialization of a JSON value.
-    json: String,
+    /// Our own compact serialization of a JSON value (UTF-8; kept as bytes, since it goes on
+    /// the wire as bytes and checking it again would cost as much as copying it).
+    json: Vec<u8>,
     /// An object without a `_meta` member: the 2026-07-28 revision's metadata can be put in
     /// front of its members as they are, without reading them.
     plain_object: bool,
@@ -68,32 +69,31 @@ impl Params {
         let mut json = Vec::with_capacity(TYPICAL_PARAMS);
         // Only a map with non-string keys or a failing `Serialize` could fail; ours are
         // `Value`s and strings. Should one, the server gets empty params and says why.
-        let json = match serde_json::to_writer(&mut json, value).map(|()| String::from_utf8(json)) {
-            Ok(Ok(json)) => json,
-            _ => "{}".to_owned(),
-        };
+        if serde_json::to_writer(&mut json, value).is_err() {
+            json = b"{}".to_vec();
+        }
         Params { json, plain_object }
     }
 
     /// The JSON text.
-    pub fn json(&self) -> &str {
+    pub fn json(&self) -> &[u8] {
         &self.json
     }
 
     /// The members of a plain object (see [`Params::of`]) as JSON text, without the braces:
     /// empty for `{}`.
-    pub fn members(&self) -> Option<&str> {
+    pub fn members(&self) -> Option<&[u8]> {
         if !self.plain_object {
             return None;
         }
         // Our own serialization: compact, so the object is `{` members `}` exactly.
-        self.json.strip_prefix('{')?.strip_suffix('}')
+        self.json.strip_prefix(b"{")?.strip_suffix(b"}")
     }
 
     /// The params as a `Value`, for the paths that look into them.
     pub fn to_value(&self) -> Value {
         // The text is our own serialization of a `Value`: it parses.
-        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
     /// The `name` member (a tool's or a prompt's), if any.
@@ -103,7 +103,7 @@ impl Params {
             #[serde(borrow, default)]
             name: Option<Cow<'a, str>>,
         }
-        serde_json::from_str::<Named>(&self.json).ok()?.name
+        serde_json::from_slice::<Named>(&self.json).ok()?.name
     }
 
     /// The params with `token` as `_meta.progressToken` (params that are not an object
@@ -138,10 +138,10 @@ mod tests {
         let params = Params::of_value(&json!({"name": "echo", "arguments": {"a": 1}}));
         assert_eq!(
             params.members(),
-            Some(r#""arguments":{"a":1},"name":"echo""#)
+            Some(&br#""arguments":{"a":1},"name":"echo""#[..])
         );
         assert_eq!(params.name().as_deref(), Some("echo"));
-        assert_eq!(Params::of_value(&json!({})).members(), Some(""));
+        assert_eq!(Params::of_value(&json!({})).members(), Some(&b""[..]));
         assert_eq!(Params::of_value(&json!({"_meta": {}})).members(), None);
         assert_eq!(Params::of_value(&json!([1])).members(), None);
     }

@@ -40,6 +40,7 @@ pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
 mod call_handlers;
 mod control;
+mod deadline_timer;
 mod inbound;
 mod input_rounds;
 mod listen;
@@ -86,8 +87,8 @@ pub struct ServerActor {
     attempt_seq: u64,
     attempt: Option<SpawnHandle>,
     calls: CallTable,
-    /// The one timer of the calls' deadlines: when it fires, and its handle.
-    deadline_timer: Option<(Instant, SpawnHandle)>,
+    /// The one timer of the calls' deadlines: when it fires, and the timer.
+    deadline_timer: Option<(Instant, deadline_timer::DeadlineTimer)>,
     /// The request ids of every connection: the handshake's and the call table's.
     ids: RequestIds,
     /// The processes this actor started that are not gone yet; `Shutdown` waits for them.

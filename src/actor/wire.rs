@@ -96,12 +96,18 @@ impl Wire {
             // The metadata goes in front of the params' own members, as they are, unless the
             // params have a `_meta` of their own to merge into.
             let members = match params {
-                None => Some(""),
+                None => Some(&b""[..]),
                 Some(params) => params.members(),
             };
             if let Some(members) = members {
-                let separator = if members.is_empty() { "" } else { "," };
-                let pieces = ["{\"_meta\":", modern.meta.json(), separator, members, "}"];
+                let separator: &[u8] = if members.is_empty() { b"" } else { b"," };
+                let pieces = [
+                    b"{\"_meta\":",
+                    modern.meta.json().as_bytes(),
+                    separator,
+                    members,
+                    b"}",
+                ];
                 return self
                     .outbound
                     .send(jsonrpc::request_line_pieces(id, method, &pieces));

@@ -309,7 +309,7 @@ pub fn request_line(id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
 /// A request whose params are the JSON text `pieces` put together (which must make one JSON
 /// value; no pieces, no params), newline-terminated: params serialized once are copied as they
 /// are, not serialized again.
-pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&str]) -> Vec<u8> {
+pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&[u8]]) -> Vec<u8> {
     let params: usize = pieces.iter().map(|p| p.len()).sum();
     let mut line = Vec::with_capacity(64 + method.len() + params);
     let head = OutRequest {
@@ -327,7 +327,7 @@ pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&str]) -> Vec
     if !pieces.is_empty() {
         line.extend_from_slice(b",\"params\":");
         for piece in pieces {
-            line.extend_from_slice(piece.as_bytes());
+            line.extend_from_slice(piece);
         }
     }
     line.extend_from_slice(b"}\n");

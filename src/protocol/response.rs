@@ -101,12 +101,15 @@ pub fn plain_response(line: &Bytes) -> Option<(i64, RawResult)> {
     Some((id, result))
 }
 
-/// A JSON integer's digits (no sign, no leading zero) as an id that fits.
+/// A JSON integer's digits (ASCII digits, no sign, no leading zero) as an id that fits.
 fn number(digits: &[u8]) -> Option<i64> {
     if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
         return None;
     }
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    digits.iter().try_fold(0i64, |n, d| {
+        let digit = d.is_ascii_digit().then(|| i64::from(d - b'0'))?;
+        n.checked_mul(10)?.checked_add(digit)
+    })
 }
 
 #[cfg(test)]

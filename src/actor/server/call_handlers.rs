@@ -4,7 +4,8 @@
 //! parsed output on the way out; one macro makes them all, so that every call takes exactly
 //! the same path through the call table. No handler spawns a future: the caller's reply
 //! channel goes into the call's entry (see [`reply`](crate::actor::reply)), and the call's
-//! deadline into the table's one deadline structure, whose one timer is kept here too.
+//! deadline into the table's one deadline structure, whose one timer is
+//! [`deadline_timer`](super::deadline_timer)'s.
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use actix::prelude::*;
 use serde_json::Value;
 
 use super::ServerActor;
-use crate::actor::call_table::{AfterExpire, Situation};
+use crate::actor::call_table::Situation;
 use crate::actor::messages::*;
 use crate::actor::reply::Answer;
 use crate::actor::reply::{self, CallResponse, Routed, Slot};
@@ -57,47 +58,15 @@ impl ServerActor {
             .open(call, reply, &situation, wire, Instant::now());
         // The timer fires no later than every deadline in the table: a call due after it needs
         // nothing (the usual case, calls sharing one timeout); only an earlier one moves it.
-        let in_time = match (self.calls.deadline_of(key), self.deadline_timer) {
-            (Some(deadline), Some((at, _))) => at <= deadline,
+        let timer = self.deadline_timer.as_ref().map(|(at, _)| *at);
+        let in_time = match (self.calls.deadline_of(key), timer) {
+            (Some(deadline), Some(at)) => at <= deadline,
             (None, _) => true, // already answered
             (Some(_), None) => false,
         };
         if !in_time {
             self.arm_deadlines(ctx);
         }
-    }
-
-    /// Keeps the one deadline timer set for the earliest deadline in the call table.
-    pub(super) fn arm_deadlines(&mut self, ctx: &mut Context<Self>) {
-        let Some(next) = self.calls.next_deadline() else {
-            return; // A timer still set fires, finds nothing, and is not set again.
-        };
-        if let Some((at, handle)) = self.deadline_timer {
-            if at <= next {
-                return;
-            }
-            ctx.cancel_future(handle);
-        }
-        let after = next.saturating_duration_since(Instant::now());
-        let handle = ctx.run_later(after, move |act, ctx| {
-            act.deadline_timer = None;
-            act.on_deadlines(next, ctx);
-        });
-        self.deadline_timer = Some((next, handle));
-    }
-
-    /// The deadline timer set for `due` fired: every call that is due is answered (and
-    /// cancelled on the server if it was written), and the timer is set for the next deadline.
-    /// The timer's own time counts as passed, whatever the clock says (the timer's clock may be
-    /// a paused one, in tests).
-    fn on_deadlines(&mut self, due: Instant, ctx: &mut Context<Self>) {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        let now = Instant::now().max(due);
-        if self.calls.expire_due(now, &situation, wire) == AfterExpire::CheckLiveness {
-            self.check_liveness(ctx);
-        }
-        self.arm_deadlines(ctx);
     }
 }
 
