@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::protocol::response::RawResult;
+use crate::protocol::tool_result::ToolResult;
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use serde_json::Value;
@@ -169,6 +170,17 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
 ) -> Result<T, serde_json::Error> {
     match payload {
         Payload::Raw(text) => text.parse(),
+        Payload::Parsed(value) => serde_json::from_value(value),
+    }
+}
+
+/// A tool call's result, in one pass when it is the server's text (see
+/// [`tool_result`](crate::protocol::tool_result)).
+pub(crate) fn tool_result(
+    payload: Payload,
+) -> Result<rmcp::model::CallToolResult, serde_json::Error> {
+    match payload {
+        Payload::Raw(text) => text.parse::<ToolResult>().map(|parsed| parsed.0),
         Payload::Parsed(value) => serde_json::from_value(value),
     }
 }

@@ -12,3 +12,4 @@ pub mod pagination;
 pub mod response;
 pub mod sse;
 pub mod text;
+pub mod tool_result;

@@ -71,12 +71,12 @@ impl ServerActor {
 }
 
 macro_rules! typed_handlers {
-    ($($t:ident),*) => {$(
+    ($($t:ident => $convert:path),*) => {$(
         impl Handler<$t> for ServerActor {
             type Result = CallResponse<<$t as TypedCall>::Output>;
 
             fn handle(&mut self, msg: $t, ctx: &mut Context<Self>) -> Self::Result {
-                let slot = Slot::empty(reply::typed, stringify!($t));
+                let slot = Slot::empty($convert, stringify!($t));
                 self.begin_call(msg.into(), slot.clone(), ctx);
                 CallResponse(slot)
             }
@@ -91,19 +91,21 @@ macro_rules! typed_handlers {
                 ctx: &mut Context<Self>,
             ) {
                 let (msg, tx) = routed.into_parts();
-                let slot = Slot::to_any(tx, reply::typed, stringify!($t));
+                let slot = Slot::to_any(tx, $convert, stringify!($t));
                 self.begin_call(msg.into(), slot, ctx);
             }
         }
     )*};
 }
 
+// A tool call's result, the one on every hot path, has a parser of its own (see
+// `protocol::tool_result`); the others are parsed by rmcp's own `Deserialize`.
 typed_handlers!(
-    CallTool,
-    ListTools,
-    ListResources,
-    ReadResource,
-    ListPrompts,
-    GetPrompt,
-    Ping
+    CallTool => reply::tool_result,
+    ListTools => reply::typed,
+    ListResources => reply::typed,
+    ReadResource => reply::typed,
+    ListPrompts => reply::typed,
+    GetPrompt => reply::typed,
+    Ping => reply::typed
 );
