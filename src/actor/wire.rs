@@ -79,11 +79,11 @@ impl Wire {
     /// gone.
     pub fn request(&self, id: u64, method: &str, params: Option<&Params>) -> bool {
         let Some(modern) = &self.modern else {
-            let line = match params {
-                Some(params) => jsonrpc::request_line_pieces(id, method, &[params.json()]),
-                None => jsonrpc::request_line_pieces(id, method, &[]),
-            };
-            return self.outbound.send(line);
+            // Straight into the transport's buffer, where it has one (stdio).
+            return self.outbound.send_with(|out| match params {
+                Some(params) => jsonrpc::write_request(out, id, method, &[params.json()]),
+                None => jsonrpc::write_request(out, id, method, &[]),
+            });
         };
         // The revision has no `ping`; `server/discover` answers the same question (is it
         // there?) on every modern server, without an effect.
@@ -110,7 +110,7 @@ impl Wire {
                 ];
                 return self
                     .outbound
-                    .send(jsonrpc::request_line_pieces(id, method, &pieces));
+                    .send_with(|out| jsonrpc::write_request(out, id, method, &pieces));
             }
         }
         let params = modern.meta.apply(params.map(Params::to_value));
@@ -183,7 +183,7 @@ mod tests {
 
     fn wire_of(make: impl FnOnce(Outbound) -> Wire) -> (Wire, mpsc::UnboundedReceiver<Outgoing>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (make(Outbound(tx)), rx)
+        (make(Outbound::channel(tx)), rx)
     }
 
     fn meta() -> RequestMeta {

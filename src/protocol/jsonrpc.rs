@@ -1,12 +1,11 @@
 //! JSON-RPC 2.0 messages as MCP uses them: serializing our requests and notifications, and
 //! parsing one inbound frame into typed items. Pure: no IO.
 
-use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::response::{plain_response, RawResult};
+use super::response::RawResult;
 
 /// JSON-RPC error codes used by this crate.
 pub mod codes {
@@ -194,11 +193,12 @@ pub(crate) fn parse_frame_into(
 
 /// [`parse_frame_into`] for a line of its own (stdio's): a response of a plain shape is taken
 /// by its fixed parts (see [`plain_response`]), its result parsed only by its caller.
+#[cfg(feature = "stdio")]
 pub(crate) fn parse_line_into(
-    line: &Bytes,
+    line: &bytes::Bytes,
     out: &mut impl Extend<Inbound>,
 ) -> Result<(), FrameError> {
-    match plain_response(line) {
+    match super::response::plain_response(line) {
         Some((id, result)) => {
             out.extend(std::iter::once(Inbound::Response {
                 id: Id::Number(id),
@@ -307,11 +307,10 @@ pub fn request_line(id: u64, method: &str, params: Option<&Value>) -> Vec<u8> {
 }
 
 /// A request whose params are the JSON text `pieces` put together (which must make one JSON
-/// value; no pieces, no params), newline-terminated: params serialized once are copied as they
-/// are, not serialized again.
-pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&[u8]]) -> Vec<u8> {
-    let params: usize = pieces.iter().map(|p| p.len()).sum();
-    let mut line = Vec::with_capacity(64 + method.len() + params);
+/// value; no pieces, no params), newline-terminated, appended to `out` (a writer's buffer):
+/// params serialized once are copied as they are, not serialized again.
+pub(crate) fn write_request(out: &mut Vec<u8>, id: u64, method: &str, pieces: &[&[u8]]) {
+    let start = out.len();
     let head = OutRequest {
         jsonrpc: "2.0",
         id,
@@ -319,19 +318,17 @@ pub(crate) fn request_line_pieces(id: u64, method: &str, pieces: &[&[u8]]) -> Ve
         params: None,
     };
     // As in `to_line`, this cannot fail; the params go before the closing brace.
-    if serde_json::to_writer(&mut line, &head).is_err() || line.pop() != Some(b'}') {
-        line.clear();
-        line.push(b'\n');
-        return line;
+    if serde_json::to_writer(&mut *out, &head).is_err() || out.pop() != Some(b'}') {
+        out.truncate(start);
+        return;
     }
     if !pieces.is_empty() {
-        line.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(b",\"params\":");
         for piece in pieces {
-            line.extend_from_slice(piece);
+            out.extend_from_slice(piece);
         }
     }
-    line.extend_from_slice(b"}\n");
-    line
+    out.extend_from_slice(b"}\n");
 }
 
 /// A notification, newline-terminated.

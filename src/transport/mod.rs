@@ -138,23 +138,78 @@ pub(crate) enum Outgoing {
 
 /// Sends messages to the server. Cheap to clone.
 #[derive(Debug, Clone)]
-pub(crate) struct Outbound(pub mpsc::UnboundedSender<Outgoing>);
+pub(crate) struct Outbound(Sink);
+
+#[derive(Debug, Clone)]
+enum Sink {
+    /// Messages to the transport's sending task (HTTP, which sends each as a request).
+    // A stdio-only build sends lines only; tests look at what was sent through a channel.
+    #[cfg_attr(not(any(feature = "http", test)), allow(dead_code))]
+    Channel(mpsc::UnboundedSender<Outgoing>),
+    /// Lines appended to the stdio writer's buffer.
+    #[cfg(feature = "stdio")]
+    Lines(stdio::LineSender),
+}
 
 impl Outbound {
+    /// Messages go to `tx`.
+    #[cfg_attr(not(any(feature = "http", test)), allow(dead_code))]
+    pub fn channel(tx: mpsc::UnboundedSender<Outgoing>) -> Self {
+        Outbound(Sink::Channel(tx))
+    }
+
+    /// Lines go to the stdio writer of `lines`.
+    #[cfg(feature = "stdio")]
+    fn lines(lines: stdio::LineSender) -> Self {
+        Outbound(Sink::Lines(lines))
+    }
+
     /// Queues one message for writing; false if the connection is already gone.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        self.0.send(Outgoing::Line(line)).is_ok()
+        match &self.0 {
+            Sink::Channel(tx) => tx.send(Outgoing::Line(line)).is_ok(),
+            #[cfg(feature = "stdio")]
+            Sink::Lines(lines) => lines.send_with(|buf| buf.extend_from_slice(&line)),
+        }
+    }
+
+    /// Queues the message that `write` appends to the buffer it is given (newline included),
+    /// written there directly where the transport keeps one buffer (stdio); false if the
+    /// connection is already gone.
+    pub fn send_with(&self, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+        match &self.0 {
+            Sink::Channel(tx) => {
+                // Room for a typical request at once.
+                let mut line = Vec::with_capacity(256);
+                write(&mut line);
+                tx.send(Outgoing::Line(line)).is_ok()
+            }
+            #[cfg(feature = "stdio")]
+            Sink::Lines(lines) => lines.send_with(write),
+        }
     }
 
     /// Queues one request of the modern era with its HTTP headers; false if the connection is
     /// already gone.
     pub fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool {
-        self.0.send(Outgoing::Modern { line, headers }).is_ok()
+        match &self.0 {
+            Sink::Channel(tx) => tx.send(Outgoing::Modern { line, headers }).is_ok(),
+            // A pipe has no headers.
+            #[cfg(feature = "stdio")]
+            Sink::Lines(_) => self.send(line),
+        }
     }
 
     /// Tells the transport the answer to request `id` is no longer awaited.
     pub fn abandon(&self, id: u64) {
-        let _ = self.0.send(Outgoing::Abandon(id));
+        match &self.0 {
+            Sink::Channel(tx) => {
+                let _ = tx.send(Outgoing::Abandon(id));
+            }
+            // A pipe holds no per-request resources.
+            #[cfg(feature = "stdio")]
+            Sink::Lines(_) => {}
+        }
     }
 }
 

@@ -531,7 +531,7 @@ mod tests {
     /// A connection whose written messages the test reads back.
     fn wire() -> (Wire, mpsc::UnboundedReceiver<Outgoing>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Wire::legacy(crate::transport::Outbound(tx)), rx)
+        (Wire::legacy(crate::transport::Outbound::channel(tx)), rx)
     }
 
     /// What was written, as `(method, id)` of each line; `("abandon", id)` for an abandon.

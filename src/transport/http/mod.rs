@@ -212,7 +212,7 @@ pub(crate) fn connect(
     })
     .boxed_local();
     Ok(Connection {
-        outbound: Outbound(out_tx),
+        outbound: Outbound::channel(out_tx),
         events,
         closer: super::Closer::Http(HttpHandle { shared }),
     })

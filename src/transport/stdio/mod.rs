@@ -24,17 +24,18 @@ use futures_util::StreamExt;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::Command;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_util::codec::FramedRead;
 
 mod reader;
 mod writer;
 
 use reader::{Ends, Reader};
+pub(crate) use writer::LineSender;
 use writer::{write_loop, Backlog};
 
 use super::process_tree::{kill_tree_detached, Strays};
-use super::{Connection, Outbound, Outgoing, Reaping, SkipCounters};
+use super::{Connection, Outbound, Reaping, SkipCounters};
 use crate::config::{Settings, StdioConfig, SAFE_ENV_VARS};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
@@ -82,7 +83,7 @@ pub(crate) struct ProcessHandle {
     /// Holds the server's stdin open (with the actor's sender) until [`Self::shutdown`] has
     /// looked at the server's tree: once stdin closes the server may exit at once, and its
     /// children stop being its children.
-    stdin: Option<mpsc::UnboundedSender<Outgoing>>,
+    stdin: Option<LineSender>,
     /// Descendants that left the process group, seen while the server ran.
     strays: Strays,
     /// The actor's count of processes not gone yet: a kill in the background holds it.
@@ -304,10 +305,10 @@ pub(crate) fn spawn(
         });
     }
 
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (out_tx, queue) = LineSender::new();
     let (write_failed_tx, write_failed) = oneshot::channel();
     let backlog = Arc::new(Backlog::default());
-    tokio::spawn(write_loop(stdin, out_rx, write_failed_tx, backlog.clone()));
+    tokio::spawn(write_loop(stdin, queue, write_failed_tx, backlog.clone()));
 
     let process = ProcessHandle {
         server: server.clone(),
@@ -342,7 +343,7 @@ pub(crate) fn spawn(
         backlog,
     );
     Ok(Connection {
-        outbound: Outbound(out_tx),
+        outbound: Outbound::lines(out_tx),
         events: reader.into_stream(),
         closer: super::Closer::Process(process),
     })
