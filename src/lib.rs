@@ -78,6 +78,9 @@
 //!   and tells about a 401/403: refresh, step-up, authorization required) and `http`.
 //!   [`OAuthConfig`](config::OAuthConfig) is in [`config`].
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
+//!   [`response`](protocol::response) a response's result kept as its text until its caller
+//!   parses it (and the response lines recognized by their fixed parts),
+//!   [`tool_result`](protocol::tool_result) a tool call's result parsed in one pass,
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
 //!   future protocol revisions), [`pagination`](protocol::pagination) the bounded walk of a
@@ -94,8 +97,9 @@
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
-//!   capture, process-group shutdown; its `reader` of stdout and its `writer` of stdin, which
-//!   batches writes and holds back a server that does not read our answers), `process_tree` (the descendants that
+//!   capture, process-group shutdown; its `reader` of stdout and its `writer` of stdin, whose
+//!   one shared buffer takes every request as it is serialized, and which holds back a server
+//!   that does not read our answers), `process_tree` (the descendants that
 //!   left the group, read from `/proc`, so that they are stopped too), and `http`, Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and
@@ -104,13 +108,15 @@
 //!   resumption with `Last-Event-ID`), `listen` (the GET stream); its `mod.rs` holds `connect`
 //!   and the handle that DELETEs the session on shutdown. Both transports hand the actor the
 //!   same event stream.
-//! - [`actor`]: [`messages`](actor::messages), [`status`](actor::status),
-//!   [`server`](actor::server) (the [`ServerActor`]: its state-machine loop, connecting and
-//!   disconnecting, and message handlers that route into its parts `inbound`, `tools`,
-//!   `liveness`, `subscriptions`, `control` and `call_handlers`) and [`supervisor`](actor::supervisor).
+//! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`),
+//!   [`status`](actor::status), [`server`](actor::server) (the [`ServerActor`]: its
+//!   state-machine loop, connecting and disconnecting, and message handlers that route into its
+//!   parts `inbound`, `tools`, `liveness`, `subscriptions`, `control`, `call_handlers` and
+//!   `deadline_timer`) and [`supervisor`](actor::supervisor).
 //!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, the
 //!   one deadline structure and expiry, settling after a lost connection; no actix, tested on
-//!   its own), `calls` (one call's entry), `reply` (where a call's answer goes, with no task per
+//!   its own), `request` (a call's params, serialized once into the bytes that go on the
+//!   wire), `calls` (one call's entry), `reply` (where a call's answer goes, with no task per
 //!   call: the caller's reply channel, the result parsed into its type; the supervisor's
 //!   forwarding), `connect` (one connection attempt: spawn, handshake, tool list,
 //!   re-subscribe), `server_requests` (requests the server sends us, bounded), `fanout` (events

@@ -109,7 +109,7 @@ typed_call! {
 
 typed_call! {
     /// `tools/list`: one page of the server's tools (the supervisor's cached list, with all
-    /// pages, is in [`ServerStatus`]).
+    /// pages, is in [`ServerStatus`](crate::ServerStatus)).
     ListTools => rmcp::model::ListToolsResult, "tools/list",
     fields {
         /// Cursor of the page to fetch.

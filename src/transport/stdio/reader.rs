@@ -26,7 +26,7 @@ use super::writer::Backlog;
 use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
-use crate::protocol::jsonrpc::{parse_line_into, Inbound};
+use crate::protocol::jsonrpc::{parse_bytes_into, Inbound};
 use crate::protocol::text::{server_bytes, server_text};
 use crate::transport::{SkipCounters, TransportEvent};
 
@@ -121,7 +121,7 @@ impl Reader {
     fn on_line(&mut self, line: Line) {
         match line {
             Line::Complete(bytes) => {
-                if let Err(e) = parse_line_into(&bytes, &mut self.queued) {
+                if let Err(e) = parse_bytes_into(&bytes, &mut self.queued) {
                     self.skips.non_json.fetch_add(1, Ordering::Relaxed);
                     crate::telemetry::message_skipped(&self.server, "non_json");
                     tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
