@@ -176,6 +176,18 @@ impl CallEntry {
         }
     }
 
+    /// Answers the caller with `result` if it turns into the caller's type; if not, the entry
+    /// is left as it was (still unanswered) and the error says why.
+    pub fn offer(&mut self, result: Payload) -> Result<(), Error> {
+        let Some(reply) = &self.reply else {
+            return Ok(());
+        };
+        reply.offer(&self.server, result)?;
+        self.finished(None);
+        self.reply = None;
+        Ok(())
+    }
+
     /// Closes the call's span with its outcome and counts it in the metrics: every answer
     /// passes here once (`error`: `None` for a result).
     fn finished(&self, error: Option<&Error>) {

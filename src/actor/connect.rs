@@ -4,6 +4,8 @@
 //! calls; if it fails, or is dropped (timeout, shutdown), the half-made connection is killed
 //! with it.
 
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -19,7 +21,7 @@ use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::pagination;
-use crate::protocol::text::server_text;
+use crate::protocol::text::{server_bytes, server_text};
 #[cfg(feature = "http")]
 use crate::transport::http;
 #[cfg(feature = "stdio")]
@@ -228,15 +230,39 @@ impl Handshake<'_> {
         let id = self.attempt.ids.next();
         let server = &self.attempt.server;
         self.wire.request_value(id, method, params.as_ref());
-        while let Some(event) = self.connection.events.next().await {
+        // The messages of a line that only looked like a response, to go through first.
+        let mut reparsed = VecDeque::new();
+        loop {
+            let event = match reparsed.pop_front() {
+                Some(message) => TransportEvent::Message(message),
+                None => match self.connection.events.next().await {
+                    Some(event) => event,
+                    None => break,
+                },
+            };
             match event {
                 TransportEvent::Closed(e) => return Err(e),
-                TransportEvent::Message(Inbound::Response { id: got, result })
-                    if got.as_ours() == Some(id) =>
-                {
-                    return result
-                        .to_value()
-                        .map_err(|e| Error::invalid_response(server, method, e.to_string()));
+                TransportEvent::Message(Inbound::Response { id: got, result }) => {
+                    let value = result.to_value();
+                    // A line taken for a response by its fixed parts alone: routed as what it
+                    // is if the full parse finds it is not one (skipped and counted if it is
+                    // not JSON-RPC at all).
+                    if let Some(again) = value.is_err().then(|| result.unless_plain()).flatten() {
+                        match again.parsed {
+                            Ok(messages) => reparsed.extend(messages),
+                            Err(_) => {
+                                self.attempt.skips.non_json.fetch_add(1, Ordering::Relaxed);
+                                crate::telemetry::message_skipped(server, "non_json");
+                                tracing::warn!(server = %server, line = %server_bytes(&again.line), "skipped a line on stdout that is not JSON-RPC");
+                            }
+                        }
+                        continue;
+                    }
+                    if got.as_ours() == Some(id) {
+                        return value
+                            .map_err(|e| Error::invalid_response(server, method, e.to_string()));
+                    }
+                    tracing::debug!(server = %server, id = %server_text(&got.to_string()), "response to no request of the handshake; ignored");
                 }
                 TransportEvent::Message(Inbound::Error { id: got, error })
                     if got.as_ref().and_then(Id::as_ours) == Some(id) =>

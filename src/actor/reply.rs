@@ -48,6 +48,10 @@ impl From<Value> for Payload {
 pub(crate) trait Answer {
     /// Delivers the outcome of the call to `server` (at most once; later ones are ignored).
     fn answer(&self, server: &str, outcome: Result<Payload, Error>);
+
+    /// Delivers `result` if it turns into the caller's type; if it does not, delivers nothing
+    /// and says why (whoever offered it decides what the result was).
+    fn offer(&self, server: &str, result: Payload) -> Result<(), Error>;
 }
 
 /// Turns a result into the caller's type; the error text says why it does not fit.
@@ -143,16 +147,35 @@ impl<T: 'static> Answer for Slot<T> {
                 return;
             }
         };
-        let outcome = outcome.and_then(|raw| {
-            (self.convert)(raw)
-                .map_err(|e| Error::invalid_response(server, self.label, e.to_string()))
-        });
+        let outcome = outcome.and_then(|raw| self.convert(server, raw));
         match waiting {
             Some(tx) => {
                 let _ = tx.send(outcome);
             }
             None => *state = State::Done(outcome),
         }
+    }
+
+    fn offer(&self, server: &str, result: Payload) -> Result<(), Error> {
+        // Converted even if nobody waits any more: whether it converts says what it was.
+        let converted = self.convert(server, result)?;
+        let mut state = self.state.borrow_mut();
+        match std::mem::replace(&mut *state, State::Gone) {
+            State::Waiting(tx) => {
+                let _ = tx.send(Ok(converted));
+            }
+            State::Empty => *state = State::Done(Ok(converted)),
+            done @ (State::Done(_) | State::Gone) => *state = done,
+        }
+        Ok(())
+    }
+}
+
+impl<T: 'static> Slot<T> {
+    /// The result in the caller's type, or why it is not one.
+    fn convert(&self, server: &str, result: Payload) -> Result<T, Error> {
+        (self.convert)(result)
+            .map_err(|e| Error::invalid_response(server, self.label, e.to_string()))
     }
 }
 

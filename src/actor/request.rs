@@ -96,8 +96,13 @@ impl Params {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
-    /// The `name` member (a tool's or a prompt's), if any.
+    /// The `name` member (a tool's or a prompt's), if the params are an object with one.
     pub fn name(&self) -> Option<Cow<'_, str>> {
+        // Our own compact serialization: an object starts with its brace (a derived struct
+        // would also read an array's first element as its `name`).
+        if !self.json.starts_with(b"{") {
+            return None;
+        }
         #[derive(Deserialize)]
         struct Named<'a> {
             #[serde(borrow, default)]
@@ -144,6 +149,7 @@ mod tests {
         assert_eq!(Params::of_value(&json!({})).members(), Some(&b""[..]));
         assert_eq!(Params::of_value(&json!({"_meta": {}})).members(), None);
         assert_eq!(Params::of_value(&json!([1])).members(), None);
+        assert_eq!(Params::of_value(&json!(["echo"])).name(), None);
     }
 
     #[test]

@@ -32,9 +32,10 @@
 //! - `{"sleep_ms": MS}`, `{"exit": CODE}`, `{"close_stdout": true}`,
 //!   `{"stop_reading": true}` (never read stdin again, stay alive).
 //! - `{"spawn": [...]}`: run actions on a thread of their own (to answer out of order).
-//! - `{"grandchild": "keep_stdout" | "setsid"}`: start a `sleep 60` that inherits our stdout
-//!   (so stdout stays open after we exit), or that leaves our process group with `setsid`. Its
-//!   pid is written to stderr as `grandchild pid=N`.
+//! - `{"grandchild": "keep_stdout" | "setsid" | "flood"}`: start a `sleep 60` that inherits
+//!   our stdout (so stdout stays open after we exit), or that leaves our process group with
+//!   `setsid`, or a `yes` that writes notifications to our stdout without end. Its pid is
+//!   written to stderr as `grandchild pid=N`.
 //! - `{"stderr": TEXT}`: a line on stderr (`{pid}` in it becomes our process id).
 //! - `{"ignore_sigterm": true}`: a server that only SIGKILL stops.
 
@@ -129,6 +130,11 @@ fn grandchild(how: &str) {
     let mut cmd = if how == "setsid" {
         let mut c = Command::new("setsid");
         c.args(["sleep", "60"]).stdout(Stdio::null());
+        c
+    } else if how == "flood" {
+        // Inherits our stdout and fills it with notifications as fast as it is read.
+        let mut c = Command::new("yes");
+        c.arg(r#"{"jsonrpc":"2.0","method":"notifications/flood"}"#);
         c
     } else {
         let mut c = Command::new("sleep");

@@ -191,10 +191,11 @@ pub(crate) fn parse_frame_into(
     Ok(())
 }
 
-/// [`parse_frame_into`] for a frame held in `Bytes` (a stdio line, an HTTP body or SSE event):
-/// a response of a plain shape is taken by its fixed parts (see
-/// [`plain_response`](super::response::plain_response)), its result parsed only by its caller.
-pub(crate) fn parse_bytes_into(
+/// [`parse_frame_into`] for a stdio line: a response of a plain shape is taken by its fixed
+/// parts (see [`plain_response`](super::response::plain_response)), its result parsed only by
+/// its caller, who confirms it.
+#[cfg(feature = "stdio")]
+pub(crate) fn parse_line_into(
     line: &bytes::Bytes,
     out: &mut impl Extend<Inbound>,
 ) -> Result<(), FrameError> {

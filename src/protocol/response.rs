@@ -6,10 +6,18 @@
 //! line is recognized by those fixed parts alone ([`plain_response`]): its result is not walked
 //! to find where it ends, and the one parse of the whole line, into the caller's type, also
 //! checks that it is the JSON-RPC response it looked like, with that very id. Every other frame
-//! is parsed member by member ([`parse_frame`](super::jsonrpc::parse_frame)).
+//! is parsed member by member ([`parse_frame`]).
+//!
+//! A line that only looked like a response (not JSON, or with a `method` or `error` member too)
+//! must end up where the full parse would have sent it: skipped and counted, or routed as the
+//! request or error it is, never as an answer to a call. So whoever finds that a line's result
+//! does not parse, and whoever takes one without parsing it, asks [`RawResult::unless_plain`]:
+//! it gives the full parse of a line that is not the plain response it looked like.
 
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
+
+use super::jsonrpc::{parse_frame, FrameError, Id, Inbound};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -49,10 +57,50 @@ impl RawResult {
         }
     }
 
+    /// Whether this is a line taken for a plain response by its fixed parts alone, not
+    /// confirmed yet (see [`RawResult::unless_plain`]).
+    pub fn is_line(&self) -> bool {
+        matches!(self.0, Text::Line { .. })
+    }
+
     /// The result as a `Value`.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
         self.parse()
     }
+
+    /// `None` if this is certainly the result of a response: always, unless it is a line taken
+    /// for a plain response by its fixed parts alone, which the full parse finds is not one;
+    /// then that parse, to route the line as what it is. Costs a full parse of such a line.
+    pub fn unless_plain(&self) -> Option<Reparsed> {
+        let Text::Line { line, id } = &self.0 else {
+            return None;
+        };
+        let parsed = parse_frame(line);
+        if let Ok(
+            [Inbound::Response {
+                id: Id::Number(got),
+                ..
+            }],
+        ) = parsed.as_deref()
+        {
+            if got == id {
+                return None;
+            }
+        }
+        Some(Reparsed {
+            line: line.clone(),
+            parsed,
+        })
+    }
+}
+
+/// A line that looked like a plain response and is not one, as the full parse makes it out.
+#[derive(Debug)]
+pub struct Reparsed {
+    /// The line.
+    pub line: Bytes,
+    /// Its messages, or why it is none (the line is to be skipped and counted).
+    pub parsed: Result<Vec<Inbound>, FrameError>,
 }
 
 /// A response line as a whole: every member it may not have is looked for too.
@@ -155,6 +203,37 @@ mod tests {
         ] {
             assert_eq!(plain(line).map(|(id, _)| id), None, "{line}");
         }
+    }
+
+    #[test]
+    fn a_line_that_only_looks_plain_is_reparsed_as_what_it_is() {
+        let reparsed = |line: &str| {
+            let (_, result) = plain_response(&Bytes::copy_from_slice(line.as_bytes())).unwrap();
+            result.unless_plain().map(|r| r.parsed)
+        };
+        assert!(reparsed(r#"{"jsonrpc":"2.0","id":5,"result":{"a":1}}"#).is_none());
+        assert!(matches!(
+            reparsed(r#"{"jsonrpc":"2.0","id":5,"result":{}}x}"#),
+            Some(Err(FrameError::NotJson(_)))
+        ));
+        assert!(matches!(
+            reparsed(r#"{"jsonrpc":"2.0","id":5,"result":{},"method":"ping"}"#)
+                .as_ref()
+                .map(|p| p.as_ref().map(Vec::as_slice)),
+            Some(Ok([Inbound::Request { .. }]))
+        ));
+        assert!(matches!(
+            reparsed(r#"{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"m"}}"#)
+                .as_ref()
+                .map(|p| p.as_ref().map(Vec::as_slice)),
+            Some(Ok([Inbound::Error { .. }]))
+        ));
+        let text =
+            RawResult::of_text(serde_json::value::RawValue::from_string("{}".into()).unwrap());
+        assert!(
+            text.unless_plain().is_none(),
+            "a result parsed member by member is one"
+        );
     }
 
     #[test]

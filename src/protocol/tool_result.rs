@@ -15,7 +15,7 @@ use std::fmt;
 
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ResultType, TextContent};
 use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer};
-use serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
@@ -78,7 +78,7 @@ struct Block(ContentBlock);
 
 impl<'de> Deserialize<'de> for Block {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(BlockVisitor)
+        deserializer.deserialize_any(BlockVisitor)
     }
 }
 
@@ -112,14 +112,32 @@ impl<'de> Visitor<'de> for BlockVisitor {
             }
             None => {}
         }
-        // Any other block, as rmcp reads it.
+        // Any other block, as rmcp reads it: a member twice is refused, as there.
         while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            if seen.contains_key(&key) {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+            }
             seen.insert(key, value);
         }
-        ContentBlock::deserialize(Value::Object(seen))
-            .map(Block)
-            .map_err(A::Error::custom)
+        rmcp_block(Value::Object(seen))
     }
+
+    /// A block as a sequence (serde's tagged enums take one: the tag, then the members in
+    /// order), as rmcp reads it.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Block, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        rmcp_block(Value::Array(items))
+    }
+}
+
+/// A block that is not the usual text block, read by rmcp's own `Deserialize`.
+fn rmcp_block<E: serde::de::Error>(block: Value) -> Result<Block, E> {
+    ContentBlock::deserialize(block)
+        .map(Block)
+        .map_err(E::custom)
 }
 
 /// The members of a text block after its `type`, refusing a second `type` as rmcp's tagged

@@ -12,6 +12,7 @@ mod handshake;
 mod http;
 mod ids;
 mod lists;
+mod lookalikes;
 mod misuse;
 mod revival;
 mod server_requests;

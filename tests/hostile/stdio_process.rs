@@ -132,6 +132,45 @@ async fn a_server_that_exits_while_a_grandchild_holds_its_stdout_is_noticed() {
     }
 }
 
+/// The same with a grandchild that floods the stdout it inherited: the drain ends on time even
+/// though stdout never runs dry (the reader looks at the drain's deadline after every line, not
+/// only when it waits), and the flood goes with its group.
+#[actix::test]
+async fn a_server_that_exits_while_a_grandchild_floods_its_stdout_is_noticed() {
+    let mark = unique_mark("flood-stdout");
+    let script = json!({"rules": [
+        {"method": "tools/call", "nth": 1, "do": [{"grandchild": "flood"}, {"exit": 3}]}
+    ]});
+    let config = hostile("flood", script).env("HOSTILE_MARK", &mark);
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("flood", 1).await;
+
+    let call = CallTool::new("flood", "echo", json!({})).timeout(Duration::from_secs(60));
+    let answer = tokio::time::timeout(Duration::from_secs(10), sup.send(call)).await;
+    let Ok(answer) = answer else {
+        sweep(&mark);
+        panic!("the call was not answered within 10 s: the drain never ended under the flood");
+    };
+    let error = answer
+        .unwrap()
+        .expect_err("the server exited instead of answering");
+    assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
+    let lost = events.state("flood", "reconnecting", 1).await;
+    assert!(
+        message_of(&lost).contains("kept its stdout open"),
+        "{}",
+        message_of(&lost)
+    );
+    events.ready("flood", 2).await;
+    sup.send(Shutdown).await.unwrap();
+    for pid in marked(&mark) {
+        assert!(
+            gone_within(pid, Duration::from_secs(5)).await,
+            "{pid} outlived Shutdown"
+        );
+    }
+}
+
 /// The drain after the server's exit delivers what it wrote before it died: an answer written
 /// just before `exit`, with a grandchild holding stdout, still reaches its call.
 #[actix::test]

@@ -19,19 +19,19 @@ use tokio::sync::oneshot;
 
 use crate::actor::calls::CallEntry;
 use crate::actor::messages::Call;
-use crate::actor::reply::{self, Answer, Payload, Slot};
+use crate::actor::reply::{self, Answer, Slot};
 use crate::actor::request::CallRequest;
 use crate::actor::status::Counters;
 use crate::actor::wire::Wire;
 
+mod answers;
 mod deadlines;
 mod input_rounds;
 use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
 use crate::policy::state::{ConnectionMachine, ServerState};
-use crate::protocol::jsonrpc::{Id, RequestIds, RpcError};
-use crate::protocol::text::server_text;
+use crate::protocol::jsonrpc::{Id, RequestIds};
 
 /// What the actor knows of its server right now: whether calls may be written, and what the
 /// errors of calls that cannot be say about why.
@@ -254,6 +254,12 @@ impl CallTable {
         Some(entry)
     }
 
+    /// Whether `id` is the latest request of a written, unanswered call.
+    pub fn awaits(&self, id: &Id) -> bool {
+        id.as_ours()
+            .is_some_and(|wire_id| self.written(wire_id).is_some())
+    }
+
     /// The call that request `wire_id` belongs to, if it is written and unanswered.
     fn written(&self, wire_id: u64) -> Option<u64> {
         let key = self.by_wire.get(&wire_id).copied().unwrap_or(wire_id);
@@ -346,74 +352,6 @@ impl CallTable {
                         .map(|e| e.stderr_tail().to_vec())
                         .unwrap_or_default(),
                 }
-            }
-        }
-    }
-
-    /// The server answered request `id` with `result`.
-    pub fn on_response(&mut self, id: &Id, result: impl Into<Payload>) {
-        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
-            Some(key) => self.finish(key, Ok(result.into())),
-            None => {
-                self.counters.unknown_responses += 1;
-                tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
-            }
-        }
-    }
-
-    /// The server answered request `id` with a JSON-RPC error.
-    pub fn on_error_response(&mut self, id: &Id, error: RpcError) {
-        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
-            Some(key) => {
-                let method = self
-                    .calls
-                    .get(&key)
-                    .map(|c| c.method.to_string())
-                    .unwrap_or_default();
-                self.finish(key, Err(Error::rpc(&self.server, &method, error)));
-            }
-            None => {
-                self.counters.unknown_responses += 1;
-                tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "error response to no call in flight; ignored");
-            }
-        }
-    }
-
-    /// The transport could not deliver written request `wire_id` and reports why.
-    pub fn fail_written(&mut self, wire_id: u64, error: Error) {
-        if let Some(key) = self.written(wire_id) {
-            self.finish(key, Err(error));
-        }
-    }
-
-    fn finish(&mut self, id: u64, outcome: Result<Payload, Error>) {
-        let Some(entry) = self.remove(id) else {
-            self.counters.unknown_responses += 1;
-            tracing::debug!(server = %self.server, id, "response to no call in flight; ignored");
-            return;
-        };
-        if outcome.is_ok() {
-            self.counters.calls_ok += 1;
-        } else {
-            self.counters.calls_failed += 1;
-        }
-        entry.answer(outcome);
-    }
-
-    /// Routes a `notifications/progress` to its call: the token is our request id (see
-    /// [`CallEntry::open`]). The call's deadline may move later (never earlier, so the actor's
-    /// timer needs no change: it finds the new deadline when it fires).
-    pub fn on_progress(&mut self, params: &Value, now: Instant) {
-        let token = params.get("progressToken");
-        let id = token.and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()));
-        match id.and_then(|id| Some((id, self.calls.get_mut(&id)?))) {
-            Some((id, entry)) => {
-                if let Some(moved) = entry.on_progress(&self.server, params, now) {
-                    self.push_deadline(moved, id);
-                }
-            }
-            None => {
-                tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight")
             }
         }
     }

@@ -3,6 +3,7 @@
 //! [`ServerEvent`]s. Its own room so that the actor's loop reads "a message came" and this file
 //! says where each kind goes.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -14,13 +15,20 @@ use crate::config::Transport;
 use crate::error::Error;
 use crate::protocol::era::{judge_initialize_error, Era};
 use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
-use crate::protocol::text::server_text;
+use crate::protocol::response::Reparsed;
+use crate::protocol::text::{server_bytes, server_text};
 
 impl ServerActor {
     pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
         match message {
-            Inbound::Response { id, .. } if self.is_listen(&id) => {
-                self.on_listen_end(&id, Ok(()), ctx)
+            // A line taken for a response by its fixed parts alone is confirmed by the parse of
+            // its result into its caller's type; one that no call will parse is confirmed here.
+            Inbound::Response { id, result } if self.is_listen(&id) || !self.calls.awaits(&id) => {
+                match result.unless_plain() {
+                    Some(reparsed) => self.on_reparsed(reparsed, ctx),
+                    None if self.is_listen(&id) => self.on_listen_end(&id, Ok(()), ctx),
+                    None => self.calls.on_response(&id, result),
+                }
             }
             Inbound::Error {
                 id: Some(id),
@@ -33,10 +41,14 @@ impl ServerActor {
                     .is_some_and(|l| l.wire.era() == Era::Modern);
                 // A modern result is looked into (does it ask for input?); a legacy one goes
                 // to its caller as it came, parsed there once into what the caller wants.
-                match modern.then(|| result.to_value()) {
-                    Some(Ok(parsed)) => self.on_modern_response(&id, parsed, ctx),
-                    // Not parsed: the call is answered with why, as any unparsable result.
-                    Some(Err(_)) | None => self.calls.on_response(&id, result),
+                let reparsed = match modern.then(|| result.to_value()) {
+                    Some(Ok(parsed)) => return self.on_modern_response(&id, parsed, ctx),
+                    // Not parsed: the call is answered with why, as any unparsable result,
+                    // unless the line was not the response it looked like.
+                    Some(Err(_)) | None => self.calls.on_raw_response(&id, result),
+                };
+                if let Some(reparsed) = reparsed {
+                    self.on_reparsed(reparsed, ctx);
                 }
             }
             Inbound::Error {
@@ -69,6 +81,24 @@ impl ServerActor {
                     .answer(live.wire.outbound(), id, method, params);
             }
             Inbound::Notification { method, params } => self.on_notification(method, params, ctx),
+        }
+    }
+
+    /// A stdio line that looked like a plain response and is not one, routed as the full parse
+    /// makes it out, as the reader would have: its messages, or a counted skip.
+    fn on_reparsed(&mut self, reparsed: Reparsed, ctx: &mut Context<Self>) {
+        match reparsed.parsed {
+            // Parsed member by member: these are what they say they are.
+            Ok(messages) => {
+                for message in messages {
+                    self.on_message(message, ctx);
+                }
+            }
+            Err(e) => {
+                self.skips.non_json.fetch_add(1, Ordering::Relaxed);
+                crate::telemetry::message_skipped(&self.name, "non_json");
+                tracing::warn!(server = %self.name, error = %server_text(&e.to_string()), line = %server_bytes(&reparsed.line), "skipped a line on stdout that is not JSON-RPC");
+            }
         }
     }
 

@@ -97,7 +97,7 @@ async fn json_answer(shared: &Shared, mut response: Response, id: u64, method: &
     };
     match body {
         Ok(body) => {
-            if !deliver(shared, body.clone(), Some(id)).await {
+            if !deliver(shared, &body, Some(id)).await {
                 // Nothing else will answer this call: say so now, not at its deadline.
                 let preview: String = String::from_utf8_lossy(&body).chars().take(120).collect();
                 shared

@@ -13,14 +13,12 @@
 use std::time::Duration;
 
 use awc::http::header::CONTENT_TYPE;
-use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::answer::encoded;
 use super::overload::is_overloaded;
 use super::{request, Response, Shared};
-
-use crate::protocol::jsonrpc::{parse_bytes_into, Inbound};
+use crate::protocol::jsonrpc::{parse_frame, Inbound};
 use crate::protocol::sse::{SseItem, SseParser};
 use crate::protocol::text::server_text;
 use crate::transport::TransportEvent;
@@ -50,9 +48,8 @@ pub(super) fn is_readable_sse<T>(response: &awc::ClientResponse<T>) -> bool {
 
 /// Parses one JSON-RPC payload and passes its messages on. True if it held the response to
 /// `awaited`.
-pub(super) async fn deliver(shared: &Shared, payload: Bytes, awaited: Option<u64>) -> bool {
-    let mut messages = Vec::new();
-    match parse_bytes_into(&payload, &mut messages).map(|()| messages) {
+pub(super) async fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64>) -> bool {
+    match parse_frame(payload) {
         Ok(messages) => {
             let mut answered = false;
             for message in messages {
@@ -119,7 +116,7 @@ pub(super) async fn pump(
             match item {
                 SseItem::Event { data, .. } => {
                     events += 1;
-                    answered |= deliver(shared, Bytes::from(data), awaited).await;
+                    answered |= deliver(shared, data.as_bytes(), awaited).await;
                 }
                 // Honoured exactly, within bounds: neither a spin nor a year's wait.
                 SseItem::Retry(delay) => {

@@ -18,7 +18,7 @@ use futures_util::{Stream, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::ChildStdout;
-use tokio::sync::oneshot;
+use tokio::sync::oneshot::{self, error::TryRecvError};
 use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
 
@@ -26,7 +26,7 @@ use super::writer::Backlog;
 use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
-use crate::protocol::jsonrpc::{parse_bytes_into, Inbound};
+use crate::protocol::jsonrpc::{parse_line_into, Inbound};
 use crate::protocol::text::{server_bytes, server_text};
 use crate::transport::{SkipCounters, TransportEvent};
 
@@ -121,7 +121,7 @@ impl Reader {
     fn on_line(&mut self, line: Line) {
         match line {
             Line::Complete(bytes) => {
-                if let Err(e) = parse_bytes_into(&bytes, &mut self.queued) {
+                if let Err(e) = parse_line_into(&bytes, &mut self.queued) {
                     self.skips.non_json.fetch_add(1, Ordering::Relaxed);
                     crate::telemetry::message_skipped(&self.server, "non_json");
                     tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
@@ -154,9 +154,50 @@ impl Reader {
         }));
     }
 
-    /// What else may end the connection, looked at when stdout has nothing to give: a failed
-    /// write, the server's exit (which starts the drain), the drain's end. True if something
-    /// changed and the reader must look again.
+    /// What else may end the connection, looked at after every line without waiting for it:
+    /// a stdout that never runs dry (a flood from a process the server left behind) must not
+    /// keep the drain from ending, nor a failed write from being seen. True if the connection
+    /// is now closing.
+    fn ends_now(&mut self) -> bool {
+        if let Some(failed) = self.write_failed.as_mut() {
+            match failed.try_recv() {
+                Ok(e) => {
+                    self.write_failed = None;
+                    self.close(format!("writing to the server's stdin failed: {e}"));
+                    return true;
+                }
+                Err(TryRecvError::Closed) => self.write_failed = None,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        if let Some(exited) = self.exited.as_mut() {
+            if !matches!(exited.try_recv(), Err(TryRecvError::Empty)) {
+                self.exited = None;
+                self.drain = Some(Box::pin(tokio::time::sleep(EXIT_DRAIN_GRACE)));
+            }
+        }
+        let drained = self
+            .drain
+            .as_ref()
+            .is_some_and(|drain| drain.deadline() <= tokio::time::Instant::now());
+        if drained {
+            self.drain_over();
+        }
+        drained
+    }
+
+    /// The drain after the server's exit is over: stdout is not read any longer.
+    fn drain_over(&mut self) {
+        self.drain = None;
+        // Something the server started holds its stdout: it goes with the group.
+        if let Some(group) = self.group {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+        self.close("the server exited, but a process it started kept its stdout open".into());
+    }
+
+    /// [`Reader::ends_now`], waiting: looked at when stdout has nothing to give, so that the
+    /// reader is woken by them. True if something changed and the reader must look again.
     fn poll_ends(&mut self, cx: &mut Context<'_>) -> bool {
         if let Some(failed) = self.write_failed.as_mut() {
             if let Poll::Ready(failed) = Pin::new(failed).poll(cx) {
@@ -178,14 +219,7 @@ impl Reader {
         }
         if let Some(drain) = self.drain.as_mut() {
             if drain.as_mut().poll(cx).is_ready() {
-                self.drain = None;
-                // Something the server started holds its stdout: it goes with the group.
-                if let Some(group) = self.group {
-                    let _ = killpg(group, Signal::SIGKILL);
-                }
-                self.close(
-                    "the server exited, but a process it started kept its stdout open".into(),
-                );
+                self.drain_over();
                 return true;
             }
         }
@@ -199,6 +233,10 @@ impl Stream for Reader {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TransportEvent>> {
         let this = self.get_mut();
         loop {
+            // What was read before the end is handed out before the end is.
+            if let Some(message) = ready!(this.poll_queued(cx)) {
+                return Poll::Ready(Some(TransportEvent::Message(message)));
+            }
             if let Some(closing) = this.closing.as_mut() {
                 let event = ready!(closing.as_mut().poll(cx));
                 this.closing = None;
@@ -208,11 +246,11 @@ impl Stream for Reader {
             if this.done {
                 return Poll::Ready(None);
             }
-            if let Some(message) = ready!(this.poll_queued(cx)) {
-                return Poll::Ready(Some(TransportEvent::Message(message)));
-            }
             match this.lines.poll_next_unpin(cx) {
-                Poll::Ready(Some(Ok(line))) => this.on_line(line),
+                Poll::Ready(Some(Ok(line))) => {
+                    this.on_line(line);
+                    this.ends_now();
+                }
                 Poll::Ready(Some(Err(e))) => {
                     this.close(format!("reading the server's stdout failed: {e}"))
                 }
