@@ -5,7 +5,6 @@
 //! with it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -21,7 +20,7 @@ use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::pagination;
-use crate::protocol::text::{server_bytes, server_text};
+use crate::protocol::text::server_text;
 #[cfg(feature = "http")]
 use crate::transport::http;
 #[cfg(feature = "stdio")]
@@ -250,11 +249,7 @@ impl Handshake<'_> {
                     if let Some(again) = value.is_err().then(|| result.unless_plain()).flatten() {
                         match again.parsed {
                             Ok(messages) => reparsed.extend(messages),
-                            Err(_) => {
-                                self.attempt.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                                crate::telemetry::message_skipped(server, "non_json");
-                                tracing::warn!(server = %server, line = %server_bytes(&again.line), "skipped a line on stdout that is not JSON-RPC");
-                            }
+                            Err(e) => self.attempt.skips.skipped_line(server, &e, &again.line),
                         }
                         continue;
                     }

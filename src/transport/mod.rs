@@ -18,7 +18,8 @@ use futures_util::stream::LocalBoxStream;
 use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
-use crate::protocol::jsonrpc::Inbound;
+use crate::protocol::jsonrpc::{FrameError, Inbound};
+use crate::protocol::text::{server_bytes, server_text};
 
 /// One thing that came from the server.
 #[derive(Debug)]
@@ -62,6 +63,14 @@ impl SkipCounters {
     }
     pub fn oversized(&self) -> u64 {
         self.oversized.load(Ordering::Relaxed)
+    }
+
+    /// A stdio line that is not JSON-RPC was skipped (`why`: the parse's error): counted, and
+    /// logged with the line, escaped and bounded.
+    pub fn skipped_line(&self, server: &str, why: &FrameError, line: &[u8]) {
+        self.non_json.fetch_add(1, Ordering::Relaxed);
+        crate::telemetry::message_skipped(server, "non_json");
+        tracing::warn!(server, error = %server_text(&why.to_string()), line = %server_bytes(line), "skipped a line on stdout that is not JSON-RPC");
     }
 }
 

@@ -28,11 +28,14 @@ impl CallTable {
 
     /// The server answered request `id` with `result`, its text as it came. A line taken for a
     /// response by its fixed parts alone (see [`RawResult::unless_plain`]) answers its call only
-    /// if its result turns into the caller's type; if it does not and the line is not the
-    /// response it looked like, the call is left waiting and the full parse of the line is
-    /// handed back, to be routed as what it is.
+    /// if its result turns into the caller's type, and counts as an answer to nothing only if
+    /// it is one; if the line is not the response it looked like, no call is answered and the
+    /// full parse of the line is handed back, to be routed as what it is.
     pub fn on_raw_response(&mut self, id: &Id, result: RawResult) -> Option<Reparsed> {
         let Some(key) = id.as_ours().and_then(|wire_id| self.written(wire_id)) else {
+            if let Some(reparsed) = result.unless_plain() {
+                return Some(reparsed);
+            }
             self.on_response(id, result);
             return None;
         };

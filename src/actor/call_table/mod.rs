@@ -31,7 +31,7 @@ use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
 use crate::policy::state::{ConnectionMachine, ServerState};
-use crate::protocol::jsonrpc::{Id, RequestIds};
+use crate::protocol::jsonrpc::RequestIds;
 
 /// What the actor knows of its server right now: whether calls may be written, and what the
 /// errors of calls that cannot be say about why.
@@ -254,12 +254,6 @@ impl CallTable {
         Some(entry)
     }
 
-    /// Whether `id` is the latest request of a written, unanswered call.
-    pub fn awaits(&self, id: &Id) -> bool {
-        id.as_ours()
-            .is_some_and(|wire_id| self.written(wire_id).is_some())
-    }
-
     /// The call that request `wire_id` belongs to, if it is written and unanswered.
     fn written(&self, wire_id: u64) -> Option<u64> {
         let key = self.by_wire.get(&wire_id).copied().unwrap_or(wire_id);
@@ -447,6 +441,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use crate::policy::retry::RetryPolicy;
+    use crate::protocol::jsonrpc::Id;
     use crate::transport::Outgoing;
 
     fn table(settings: Settings) -> CallTable {

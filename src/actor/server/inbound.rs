@@ -3,7 +3,6 @@
 //! [`ServerEvent`]s. Its own room so that the actor's loop reads "a message came" and this file
 //! says where each kind goes.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -16,18 +15,18 @@ use crate::error::Error;
 use crate::protocol::era::{judge_initialize_error, Era};
 use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RpcError};
 use crate::protocol::response::Reparsed;
-use crate::protocol::text::{server_bytes, server_text};
+use crate::protocol::text::server_text;
 
 impl ServerActor {
     pub(super) fn on_message(&mut self, message: Inbound, ctx: &mut Context<Self>) {
         match message {
             // A line taken for a response by its fixed parts alone is confirmed by the parse of
-            // its result into its caller's type; one that no call will parse is confirmed here.
-            Inbound::Response { id, result } if self.is_listen(&id) || !self.calls.awaits(&id) => {
+            // its result into its caller's type (see `CallTable::on_raw_response`); the listen
+            // stream's, which nothing parses, is confirmed here.
+            Inbound::Response { id, result } if self.is_listen(&id) => {
                 match result.unless_plain() {
                     Some(reparsed) => self.on_reparsed(reparsed, ctx),
-                    None if self.is_listen(&id) => self.on_listen_end(&id, Ok(()), ctx),
-                    None => self.calls.on_response(&id, result),
+                    None => self.on_listen_end(&id, Ok(()), ctx),
                 }
             }
             Inbound::Error {
@@ -94,11 +93,7 @@ impl ServerActor {
                     self.on_message(message, ctx);
                 }
             }
-            Err(e) => {
-                self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                crate::telemetry::message_skipped(&self.name, "non_json");
-                tracing::warn!(server = %self.name, error = %server_text(&e.to_string()), line = %server_bytes(&reparsed.line), "skipped a line on stdout that is not JSON-RPC");
-            }
+            Err(e) => self.skips.skipped_line(&self.name, &e, &reparsed.line),
         }
     }
 

@@ -27,7 +27,6 @@ use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
 use crate::protocol::jsonrpc::{parse_line_into, Inbound};
-use crate::protocol::text::{server_bytes, server_text};
 use crate::transport::{SkipCounters, TransportEvent};
 
 /// A future the reader keeps across polls.
@@ -122,9 +121,7 @@ impl Reader {
         match line {
             Line::Complete(bytes) => {
                 if let Err(e) = parse_line_into(&bytes, &mut self.queued) {
-                    self.skips.non_json.fetch_add(1, Ordering::Relaxed);
-                    crate::telemetry::message_skipped(&self.server, "non_json");
-                    tracing::warn!(server = %self.server, error = %server_text(&e.to_string()), line = %server_bytes(&bytes), "skipped a line on stdout that is not JSON-RPC");
+                    self.skips.skipped_line(&self.server, &e, &bytes);
                 }
             }
             Line::Oversized { len } => {
@@ -156,15 +153,13 @@ impl Reader {
 
     /// What else may end the connection, looked at after every line without waiting for it:
     /// a stdout that never runs dry (a flood from a process the server left behind) must not
-    /// keep the drain from ending, nor a failed write from being seen. True if the connection
-    /// is now closing.
-    fn ends_now(&mut self) -> bool {
+    /// keep the drain from ending, nor a failed write from being seen.
+    fn ends_now(&mut self) {
         if let Some(failed) = self.write_failed.as_mut() {
             match failed.try_recv() {
                 Ok(e) => {
                     self.write_failed = None;
-                    self.close(format!("writing to the server's stdin failed: {e}"));
-                    return true;
+                    return self.close(format!("writing to the server's stdin failed: {e}"));
                 }
                 Err(TryRecvError::Closed) => self.write_failed = None,
                 Err(TryRecvError::Empty) => {}
@@ -183,7 +178,6 @@ impl Reader {
         if drained {
             self.drain_over();
         }
-        drained
     }
 
     /// The drain after the server's exit is over: stdout is not read any longer.
