@@ -107,21 +107,29 @@
 //!   OAuth provider, and the one re-send), `stream` (SSE answers and their
 //!   resumption with `Last-Event-ID`), `listen` (the GET stream); its `mod.rs` holds `connect`
 //!   and the handle that DELETEs the session on shutdown. Both transports hand the actor the
-//!   same event stream.
+//!   same event stream; the session writes through their `Link`. `memory` (tests only): an
+//!   in-memory transport whose other end a test plays.
+//! - `session` (sans-IO, no actix, tokio, sockets or processes): one server's calls and
+//!   connection as a plain struct driven by events and a clock, which says what to do through
+//!   commands and one timer — everything a call's life decides is here, tested with a fake
+//!   clock in both eras. `mod.rs` the `Session` (inputs, commands, the state machine's
+//!   actions, what comes from the server); `calls` the call table (ids, the waiting queue,
+//!   writing and re-writing, answers, input rounds); `entry` one call and where its answer
+//!   goes; `request` its params, serialized once; `outcome` THE decision for a call the server
+//!   will not answer (re-send, `outcome_unknown`, `unavailable`, `stopped`); `timers` the one
+//!   timer table; `wire` a request shaped for its connection's era; `era` the discovery cache
+//!   and the era memory; `liveness` when a silent server counts as gone; `listen` the
+//!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `status` and `events`
+//!   what status queries and subscribers are told.
 //! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`),
-//!   [`status`](actor::status), [`server`](actor::server) (the [`ServerActor`]: its
-//!   state-machine loop, connecting and disconnecting, and message handlers that route into its
-//!   parts `inbound`, `tools`, `liveness`, `subscriptions`, `control`, `call_handlers` and
-//!   `deadline_timer`) and [`supervisor`](actor::supervisor).
-//!   Internally, `call_table` (every call from start to answer: ids, the waiting queue, the
-//!   one deadline structure and expiry, settling after a lost connection; no actix, tested on
-//!   its own), `request` (a call's params, serialized once into the bytes that go on the
-//!   wire), `calls` (one call's entry), `reply` (where a call's answer goes, with no task per
-//!   call: the caller's reply channel, the result parsed into its type; the supervisor's
-//!   forwarding), `connect` (one connection attempt: spawn, handshake, tool list,
-//!   re-subscribe), `server_requests` (requests the server sends us, bounded), `fanout` (events
-//!   to subscribers through bounded queues) and `gone` (the notice the supervisor gets when an
-//!   actor is dropped, panics included).
+//!   [`server`](actor::server) (the [`ServerActor`], the session's driver: it feeds the session
+//!   what its mailbox and transport bring and carries out its commands; its message handlers in
+//!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era, handshake, tool
+//!   list, re-subscribe), `reply` (a caller's reply channel as the session's `Reply`, the
+//!   result parsed into the caller's type), [`supervisor`](actor::supervisor) and `routing`
+//!   (its forwarding of calls, with no task per call), `server_requests` (requests the server
+//!   sends us, bounded), `fanout` (events to subscribers through bounded queues) and `gone`
+//!   (the notice the supervisor gets when an actor is dropped, panics included).
 //! - `serialize` (feature `serde`): the serde forms of statuses, states, counters, events,
 //!   error kinds and errors (`ErrorView`), one file each, durations and instants as
 //!   milliseconds.
@@ -161,6 +169,7 @@ pub mod policy;
 pub mod protocol;
 #[cfg(feature = "serde")]
 pub mod serialize;
+pub(crate) mod session;
 pub mod telemetry;
 pub(crate) mod transport;
 #[cfg(feature = "actix-web")]

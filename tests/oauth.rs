@@ -204,11 +204,16 @@ async fn a_failed_refresh_means_authorization_required_not_a_loop() {
     );
     let c = server.counts();
     assert_eq!(c.token_refresh, 1, "one refresh attempt: {c:?}");
-    // The reconnect after the failed refresh asks the Authorizer once (it declines) and stops.
-    assert_eq!(authorizer.uses.load(Ordering::SeqCst), 2);
+    // Straight to Failed: no reconnect that would only ask the Authorizer again.
+    assert_eq!(authorizer.uses.load(Ordering::SeqCst), 1);
     assert_eq!(c.authorize, 1, "{c:?}");
-    // Bounded: the refused call (not re-sent: no new token) and the reconnect's initialize.
-    assert_eq!(c.mcp_posts - before.mcp_posts, 2, "{c:?}");
+    assert!(
+        events.states(NAME).ends_with(&["ready", "failed"]),
+        "{:?}",
+        events.states(NAME)
+    );
+    // Bounded: the refused call (not re-sent: no new token), and nothing after it.
+    assert_eq!(c.mcp_posts - before.mcp_posts, 1, "{c:?}");
     // Calls now fail at once, with no traffic.
     assert!(call(&sup, "echo").await.is_err());
     assert_eq!(server.counts().mcp_posts, c.mcp_posts);

@@ -4,7 +4,9 @@
 //! calls; if it fails, or is dropped (timeout, shutdown), the half-made connection is killed
 //! with it.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -13,7 +15,6 @@ use serde_json::{json, Value};
 use tracing::{field, Instrument};
 
 use crate::actor::server_requests::ServerRequests;
-use crate::actor::wire::Wire;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::era::Era;
@@ -21,35 +22,37 @@ use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::pagination;
 use crate::protocol::text::server_text;
+use crate::session::wire::Wire;
+use crate::session::{AttemptPlan, Opened};
 #[cfg(feature = "http")]
 use crate::transport::http;
 #[cfg(feature = "stdio")]
 use crate::transport::stdio;
-use crate::transport::{Closer, Connection, Reaping, SkipCounters, TransportEvent};
+use crate::transport::{Closer, Connection, Link, Outbound, Reaping, SkipCounters, TransportEvent};
 
 mod opening;
 
 /// Notifications kept from the handshake for the actor; more are dropped (and logged).
 const MAX_HANDSHAKE_NOTIFICATIONS: usize = 256;
 
-/// A connection ready for calls, with what the opening learned.
+/// A connection ready for calls: its IO parts, which the actor keeps, and what the session
+/// takes.
 pub(crate) struct Established {
-    pub wire: Wire,
+    pub opened: Opened,
     pub events: futures_util::stream::LocalBoxStream<'static, TransportEvent>,
     pub closer: Closer,
-    pub negotiated: Negotiated,
-    /// Why this attempt spoke another era than it tried first (the server changed), for
-    /// `last_error` and the status message.
-    pub era_note: Option<String>,
-    /// The fresh discovery of [`Attempt::fresh`] was used: nothing was discovered anew.
-    pub reused: bool,
-    pub tools: Vec<Tool>,
-    /// Notifications that arrived during the handshake (a `tools/list_changed`, a
-    /// `resources/updated` right after a re-subscribe), for the actor to handle once Ready.
-    pub notifications: Vec<(String, Option<Value>)>,
-    /// The subscriptions this handshake sent: the application may have changed its set while
-    /// it ran.
-    pub subscribed: Vec<String>,
+    /// For the answers to the server's requests, which the actor sends.
+    pub outbound: Outbound,
+}
+
+/// How an attempt reaches its server: through the configured transport, or (in the actor's
+/// unit tests) through an in-memory one whose other end the test plays.
+#[derive(Clone, Default)]
+pub(crate) enum Dial {
+    #[default]
+    Configured,
+    #[cfg(test)]
+    Memory(crate::transport::memory::Network),
 }
 
 /// Everything an attempt needs, cloned out of the actor so the future owns it.
@@ -57,8 +60,9 @@ pub(crate) struct Attempt {
     pub server: Arc<str>,
     pub transport: Transport,
     pub settings: Settings,
-    pub subscriptions: Vec<String>,
-    pub client_capabilities: Value,
+    /// What the session starts this attempt from: the era to try, a discovery to reuse, the
+    /// subscriptions to re-send, the capabilities to announce.
+    pub plan: AttemptPlan,
     pub server_requests: ServerRequests,
     pub skips: Arc<SkipCounters>,
     /// The server's request ids, shared with its call table: the handshake's ids are never
@@ -67,29 +71,12 @@ pub(crate) struct Attempt {
     /// The actor's count of its processes not gone yet (see [`Reaping`]).
     #[cfg_attr(not(feature = "stdio"), allow(dead_code))]
     pub reaping: Reaping,
-    /// The era the last connection spoke (or an earlier attempt learned), tried first.
-    pub remembered: Option<Era>,
-    /// Where this attempt leaves what it learned of the server's era, also when it fails.
-    pub learned: EraMemory,
-    /// A `server/discover` answer still fresh (within its `ttlMs`): reused instead of asking
-    /// again, as the revision says (no refetch while fresh, no refetch on a timer).
-    pub fresh: Option<Negotiated>,
-}
-
-/// What the connection attempts of one server learned of its era, for the next one: shared
-/// between the actor and its attempt, which may fail after learning something (a stdio server
-/// that exits on `server/discover` is spoken to with the handshake next time).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EraMemory(Arc<std::sync::Mutex<Option<Era>>>);
-
-impl EraMemory {
-    pub fn set(&self, era: Era) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(era);
-    }
-
-    pub fn get(&self) -> Option<Era> {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    // Read only where the in-memory transport exists (the unit tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub dial: Dial,
+    /// What this attempt learned of the server's era, also when it fails or is cut short (a
+    /// stdio server that exits on `server/discover` is spoken to with the handshake next time).
+    pub learned: Rc<Cell<Option<Era>>>,
 }
 
 impl Attempt {
@@ -97,12 +84,16 @@ impl Attempt {
     /// `mcp.connect` span (server, attempt, transport; when it ends: outcome, era, protocol
     /// version and duration), so that everything logged on the way says which attempt it
     /// belongs to. `checked` is the validation of the configuration, which fails the attempt
-    /// before anything starts.
-    pub async fn run(self, number: u32, checked: Result<(), Error>) -> Result<Established, Error> {
+    /// before anything starts. Returns the era it learned beside the outcome.
+    pub async fn run(
+        self,
+        checked: Result<(), Error>,
+    ) -> (Result<Established, Error>, Option<Era>) {
+        let learned = self.learned.clone();
         let span = tracing::info_span!(
             "mcp.connect",
             server = %self.server,
-            attempt = number,
+            attempt = self.plan.number,
             transport = self.transport.kind(),
             outcome = field::Empty,
             era = field::Empty,
@@ -120,15 +111,16 @@ impl Attempt {
         span.record("duration_ms", ms);
         match &result {
             Ok(established) => {
+                let negotiated = &established.opened.negotiated;
                 span.record("outcome", "ready");
-                span.record("era", established.negotiated.era.name());
-                span.record("protocol_version", established.negotiated.version.as_str());
+                span.record("era", negotiated.era.name());
+                span.record("protocol_version", negotiated.version.as_str());
             }
             Err(error) => {
                 span.record("outcome", error.code());
             }
         }
-        result
+        (result, learned.get())
     }
 
     async fn run_within_timeout(self) -> Result<Established, Error> {
@@ -147,6 +139,10 @@ impl Attempt {
 
     /// Starts the transport: spawns the process, or prepares the HTTP client.
     fn open_transport(&self) -> Result<Connection, Error> {
+        #[cfg(test)]
+        if let Dial::Memory(network) = &self.dial {
+            return network.dial(&self.server);
+        }
         match &self.transport {
             #[cfg(feature = "stdio")]
             Transport::Stdio(config) => stdio::spawn(
@@ -173,12 +169,15 @@ impl Attempt {
 
     async fn establish(self) -> Result<Established, Error> {
         let connection = self.open_transport()?;
+        let link: Rc<dyn Link> = Rc::new(connection.outbound.clone());
         let mut session = Handshake {
-            wire: Wire::legacy(connection.outbound.clone()),
+            wire: Wire::legacy(link.clone()),
+            link,
             attempt: &self,
             connection,
             notifications: Vec::new(),
             reused: false,
+            answered: false,
         };
         let (negotiated, era_note) = session.open().await?;
 
@@ -196,18 +195,23 @@ impl Attempt {
             connection,
             notifications,
             reused,
+            answered,
             ..
         } = session;
         Ok(Established {
-            wire,
+            opened: Opened {
+                wire,
+                negotiated,
+                era_note,
+                reused,
+                answered,
+                tools,
+                notifications,
+                subscribed,
+            },
             events: connection.events,
             closer: connection.closer,
-            negotiated,
-            era_note,
-            reused,
-            tools,
-            notifications,
-            subscribed,
+            outbound: connection.outbound,
         })
     }
 }
@@ -217,11 +221,15 @@ impl Attempt {
 struct Handshake<'a> {
     attempt: &'a Attempt,
     connection: Connection,
+    /// The connection's outbound side, as the wires of either era write to it.
+    link: Rc<dyn Link>,
     /// How requests are shaped: the legacy way until the opening settles on the modern era.
     wire: Wire,
     notifications: Vec<(String, Option<Value>)>,
     /// The opening reused a fresh discovery.
     reused: bool,
+    /// The server answered one of the handshake's requests with a result.
+    answered: bool,
 }
 
 impl Handshake<'_> {
@@ -254,6 +262,7 @@ impl Handshake<'_> {
                         continue;
                     }
                     if got.as_ours() == Some(id) {
+                        self.answered |= value.is_ok();
                         return value
                             .map_err(|e| Error::invalid_response(server, method, e.to_string()));
                     }
@@ -327,7 +336,7 @@ impl Handshake<'_> {
     /// were sent.
     async fn resubscribe(&mut self, negotiated: &Negotiated) -> Result<Vec<String>, Error> {
         let server = self.attempt.server.clone();
-        let subscriptions = &self.attempt.subscriptions;
+        let subscriptions = &self.attempt.plan.subscriptions;
         if subscriptions.is_empty() {
             return Ok(Vec::new());
         }

@@ -1,58 +1,24 @@
 //! Where a call's one answer goes, without a task per call: the caller's own reply channel
-//! (actix's, for a call message; ours, for the actor's internal calls), held by the call's entry
-//! and answered from the handler that finishes the call, with the raw result turned into the
-//! caller's type on the way.
+//! (actix's), held by the call's entry in the session as its [`Reply`] and answered from the
+//! handler that finishes the call, with the raw result turned into the caller's type on the
+//! way.
 //!
 //! A call message's handler registers the call before actix hands it the caller's channel
 //! (that comes to [`MessageResponse::handle`] after the handler returns), so the entry and the
 //! message's response share a [`Slot`]: whichever comes second, the answer or the channel,
 //! completes the delivery. Through the [`Supervisor`](crate::Supervisor) the channel comes with
-//! the forwarded message ([`Routed`]), and is answered `Stopped` if the server's actor is gone
-//! before it takes the call.
+//! the forwarded message (see [`routing`](super::routing)).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::protocol::response::RawResult;
-use crate::protocol::tool_result::ToolResult;
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::prelude::*;
 use serde_json::Value;
 
-use crate::actor::server::ServerActor;
-use crate::actor::supervisor::Supervisor;
 use crate::error::Error;
-
-/// A call's result as it reaches the call table: the JSON text of the server's answer (parsed
-/// only by the caller's [`Slot`], into the caller's type), or a value already parsed (a
-/// result the actor had to look into, or made itself).
-#[derive(Debug)]
-pub(crate) enum Payload {
-    Raw(RawResult),
-    Parsed(Value),
-}
-
-impl From<RawResult> for Payload {
-    fn from(raw: RawResult) -> Self {
-        Payload::Raw(raw)
-    }
-}
-
-impl From<Value> for Payload {
-    fn from(value: Value) -> Self {
-        Payload::Parsed(value)
-    }
-}
-
-/// The receiving end of a call's answer, as its entry holds it.
-pub(crate) trait Answer {
-    /// Delivers the outcome of the call to `server` (at most once; later ones are ignored).
-    fn answer(&self, server: &str, outcome: Result<Payload, Error>);
-
-    /// Delivers `result` if it turns into the caller's type; if it does not, delivers nothing
-    /// and says why (whoever offered it decides what the result was).
-    fn offer(&self, server: &str, result: Payload) -> Result<(), Error>;
-}
+use crate::protocol::tool_result::ToolResult;
+use crate::session::entry::{Payload, Reply};
 
 /// Turns a result into the caller's type; the error text says why it does not fit.
 type Convert<T> = fn(Payload) -> Result<T, serde_json::Error>;
@@ -64,7 +30,9 @@ enum State<T> {
     Waiting(OneshotSender<Result<T, Error>>),
     /// The answer, waiting for the channel (a call refused at once).
     Done(Result<T, Error>),
-    /// Delivered, or nobody waits.
+    /// A call nobody waits for (a `do_send`): it runs, its answer is dropped.
+    Unwatched,
+    /// Delivered.
     Gone,
 }
 
@@ -90,7 +58,7 @@ impl<T: 'static> Slot<T> {
     /// its answer is dropped.
     pub fn nobody(convert: Convert<T>, label: &'static str) -> Rc<Self> {
         Rc::new(Slot {
-            state: RefCell::new(State::Gone),
+            state: RefCell::new(State::Unwatched),
             convert,
             label,
         })
@@ -129,19 +97,21 @@ impl<T: 'static> Slot<T> {
                 let _ = tx.send(outcome);
             }
             (State::Empty, Some(tx)) => *state = State::Waiting(tx),
-            // `do_send`: nobody waits for the answer.
+            // `do_send`: nobody waits for the answer, and the call runs all the same.
+            (State::Empty, None) => *state = State::Unwatched,
             _ => {}
         }
     }
 }
 
-impl<T: 'static> Answer for Slot<T> {
+impl<T: 'static> Reply for Slot<T> {
     fn answer(&self, server: &str, outcome: Result<Payload, Error>) {
         let mut state = self.state.borrow_mut();
         let waiting = match std::mem::replace(&mut *state, State::Gone) {
             State::Waiting(tx) if tx.is_closed() => return, // the caller gave up
             State::Waiting(tx) => Some(tx),
             State::Empty => None,
+            State::Unwatched => return,
             done @ (State::Done(_) | State::Gone) => {
                 *state = done;
                 return;
@@ -165,9 +135,14 @@ impl<T: 'static> Answer for Slot<T> {
                 let _ = tx.send(Ok(converted));
             }
             State::Empty => *state = State::Done(Ok(converted)),
+            State::Unwatched => {}
             done @ (State::Done(_) | State::Gone) => *state = done,
         }
         Ok(())
+    }
+
+    fn is_abandoned(&self) -> bool {
+        matches!(&*self.state.borrow(), State::Waiting(tx) if tx.is_closed())
     }
 }
 
@@ -197,6 +172,11 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// No result but that the call succeeded (`Subscribe`, `Unsubscribe`).
+pub(crate) fn unit(_: Payload) -> Result<(), serde_json::Error> {
+    Ok(())
+}
+
 /// A tool call's result, in one pass when it is the server's text (see
 /// [`tool_result`](crate::protocol::tool_result)).
 pub(crate) fn tool_result(
@@ -223,95 +203,6 @@ where
     }
 }
 
-/// What the supervisor answers a call message with: nothing of its own. The call goes to its
-/// server's actor with the caller's reply channel ([`Routed`]), which the server's actor
-/// answers; the supervisor neither waits nor spawns anything per call, so calls through it are
-/// batched as calls sent to the server's actor directly are.
-pub struct Forward<M, T> {
-    msg: M,
-    server: String,
-    addr: Result<Addr<ServerActor>, Error>,
-    _output: std::marker::PhantomData<fn() -> T>,
-}
-
-impl<M, T> Forward<M, T> {
-    /// `msg` for `server`, whose actor is `addr` (or the error to answer).
-    pub(crate) fn new(msg: M, server: String, addr: Result<Addr<ServerActor>, Error>) -> Self {
-        Forward {
-            msg,
-            server,
-            addr,
-            _output: std::marker::PhantomData,
-        }
-    }
-}
-
-impl<M, T> MessageResponse<Supervisor, M> for Forward<M, T>
-where
-    M: Message<Result = Result<T, Error>> + Send + 'static,
-    T: Send + 'static,
-    ServerActor: Handler<Routed<M, T>>,
-{
-    fn handle(self, _: &mut Context<Supervisor>, tx: Option<OneshotSender<M::Result>>) {
-        match self.addr {
-            // A dead actor drops the message, whose reply channel then answers `Stopped`.
-            Ok(addr) => addr.do_send(Routed::new(self.msg, self.server, tx)),
-            Err(e) => {
-                if let Some(tx) = tx {
-                    let _ = tx.send(Err(e));
-                }
-            }
-        }
-    }
-}
-
-/// A call message forwarded by the [`Supervisor`](crate::Supervisor) to the server's actor,
-/// with its caller's channel (of the message's `Result<T, Error>`): the supervisor does not
-/// wait for the answer, so it forwards the next call at once and the server's actor gets them
-/// in one batch (one write for many).
-pub(crate) struct Routed<M, T> {
-    msg: M,
-    reply: ReplyGuard<T>,
-}
-
-impl<M: 'static, T: 'static> Message for Routed<M, T> {
-    type Result = ();
-}
-
-impl<M, T> Routed<M, T> {
-    /// `msg` for `server`, to be answered on `reply`.
-    pub fn new(msg: M, server: String, reply: Option<OneshotSender<Result<T, Error>>>) -> Self {
-        Routed {
-            msg,
-            reply: ReplyGuard { reply, server },
-        }
-    }
-
-    /// The call and its caller's channel, taken by the actor that takes the call (`None` for
-    /// a `do_send`: nobody waits).
-    pub fn into_parts(self) -> (M, Option<OneshotSender<Result<T, Error>>>) {
-        let Routed { msg, mut reply } = self;
-        (msg, reply.reply.take())
-    }
-}
-
-/// A routed call's channel until the server's actor takes it.
-struct ReplyGuard<T> {
-    reply: Option<OneshotSender<Result<T, Error>>>,
-    server: String,
-}
-
-impl<T> Drop for ReplyGuard<T> {
-    /// Not taken: the server's actor was gone (or went) before it handled the call, which so
-    /// never reached the server.
-    fn drop(&mut self) {
-        if let Some(reply) = self.reply.take() {
-            let server = std::mem::take(&mut self.server);
-            let _ = reply.send(Err(Error::Stopped { server }));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -319,6 +210,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
+    use crate::protocol::response::RawResult;
 
     fn text(json: &str) -> Payload {
         let raw = serde_json::value::RawValue::from_string(json.to_owned()).unwrap();
@@ -372,19 +264,15 @@ mod tests {
     }
 
     #[test]
-    fn a_routed_call_its_actor_never_took_is_answered_stopped() {
-        let (tx, mut rx) = oneshot::channel::<Result<Value, Error>>();
-        let routed = Routed::new(crate::Call::new("s", "ping", None), "s".into(), Some(tx));
-        drop(routed); // what a dead actor's mailbox does with it
-        match rx.try_recv().unwrap() {
-            Err(Error::Stopped { server }) => assert_eq!(server, "s"),
-            other => panic!("expected stopped, got {other:?}"),
-        }
-        // Taken by the actor: the guard says nothing more.
-        let (tx, mut rx) = oneshot::channel::<Result<Value, Error>>();
-        let routed = Routed::new(crate::Call::new("s", "ping", None), "s".into(), Some(tx));
-        let (_call, reply) = routed.into_parts();
-        assert!(reply.is_some());
-        assert!(rx.try_recv().is_err());
+    fn a_caller_that_left_is_abandoned_and_a_do_send_is_not() {
+        let (tx, rx) = oneshot::channel();
+        let slot = Slot::to(tx, raw, "Call");
+        assert!(!slot.is_abandoned());
+        drop(rx);
+        assert!(slot.is_abandoned(), "the caller dropped its future");
+        let slot = Slot::empty(raw, "Call");
+        assert!(!slot.is_abandoned(), "no channel yet");
+        slot.attach(None);
+        assert!(!slot.is_abandoned(), "a do_send runs to its end");
     }
 }

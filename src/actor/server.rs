@@ -1,68 +1,73 @@
-//! `ServerActor`: one per MCP server. It owns the transport, the cached session (server info,
-//! capabilities, tools), the application's subscriptions, the calls in flight and the backoff
-//! timer, and it carries out what the state machine in [`crate::policy::state`] decides. It
-//! makes no decision of its own about when to connect or retry.
+//! `ServerActor`: one per MCP server, the driver of its [`Session`]. The session decides
+//! everything about the server's calls and connection and does no IO; the actor holds what
+//! does: the transport (the connection's event stream and its closer), the connection attempt
+//! under way, one timer, the application's event subscribers and request handler. It feeds the
+//! session what its mailbox and its transport bring, and carries out the session's
+//! [`Command`]s.
 //!
-//! This file holds the actor itself: its construction, the `feed`/`perform` loop of the state
-//! machine, connecting and disconnecting, and the message handlers, which route into its parts:
-//! `call_table` (every call from start to answer), `call_handlers` (the call messages, raw and
-//! typed), `inbound` (what the server sends), `tools` (the cached tool list and its refresh),
-//! `liveness` (the ping after a timeout), `subscriptions` (the application's resource
-//! subscriptions) and `control` (status, subscribers, `Reconnect`, `Shutdown`).
+//! This file holds the actor, its driving loop and the commands; `handlers` holds the message
+//! handlers, each a few lines that hand a message to the session.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use rand::rngs::StdRng;
-use rand::SeedableRng;
-use rmcp::model::Tool;
-use serde_json::{json, Value};
+use futures_util::future::join_all;
 use tokio::sync::{oneshot, watch};
 
-use crate::actor::call_table::{CallTable, Situation};
-use crate::actor::calls::Waiter;
-use crate::actor::connect::{Attempt, EraMemory, Established};
+use crate::actor::connect::{Attempt, Dial, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
 use crate::actor::server_requests::ServerRequests;
-use crate::actor::wire::Wire;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
-use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
-use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::RequestIds;
-use crate::protocol::lifecycle::Negotiated;
-use crate::transport::{Closer, Reaping, SkipCounters, TransportEvent};
+use crate::protocol::pagination;
+use crate::session::{Command, InputAnswers, InputAsk, Session};
+use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
 
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
-mod call_handlers;
-mod control;
-mod deadline_timer;
-mod inbound;
-mod input_rounds;
-mod listen;
-mod liveness;
-mod subscriptions;
-mod tools;
+mod handlers;
 
-/// The connection the actor currently talks through.
+/// The time, as the actor tells it to the session: tokio's clock, which a test may pause.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// The IO of the connection the session talks through.
 struct Live {
-    /// Which connection attempt made it; events of older ones are ignored.
+    /// Which connection attempt made it.
     seq: u64,
-    wire: Wire,
-    closer: Closer,
     stream: SpawnHandle,
-    /// The 2026-07-28 revision's change notifications, if a listen is open.
-    listen: Option<listen::Listen>,
+    closer: Closer,
+    /// For the answers to the server's requests.
+    outbound: Outbound,
 }
 
 /// An event of connection `seq`.
 #[derive(Message)]
 #[rtype(result = "()")]
 struct FromServer(u64, TransportEvent);
+
+/// The session's timer set for this instant fired.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct TimerDue(Instant);
+
+/// The one timer's task; dropping it (a timer replaced, the actor gone) cancels it. A task of
+/// its own that messages the actor, not a future of the actor's: actix polls every future an
+/// actor holds each time the actor wakes, which for a timer that almost never fires would be
+/// one timer poll per call.
+struct TimerTask(tokio::task::JoinHandle<()>);
+
+impl Drop for TimerTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// Makes the actor panic, to test that the supervisor restarts it. Not part of the API.
 #[doc(hidden)]
@@ -77,47 +82,27 @@ pub struct InjectPanic {
 /// [`Supervisor`](crate::Supervisor); ask it for the address with
 /// [`GetServer`](crate::GetServer) to send calls with one actor hop instead of two.
 pub struct ServerActor {
-    name: Arc<str>,
+    session: Session,
     config: ServerConfig,
-    settings: Settings,
-    machine: ConnectionMachine,
-    rng: StdRng,
     live: Option<Live>,
-    /// Sequence number of the latest connection attempt.
-    attempt_seq: u64,
     attempt: Option<SpawnHandle>,
-    calls: CallTable,
-    /// The one timer of the calls' deadlines: when it fires, and the timer.
-    deadline_timer: Option<(Instant, deadline_timer::DeadlineTimer)>,
-    /// The request ids of every connection: the handshake's and the call table's.
+    /// The one timer: when it fires, and its task.
+    timer: Option<(Instant, TimerTask)>,
+    /// The request ids of every connection, shared by the attempts and the session.
     ids: RequestIds,
+    skips: Arc<SkipCounters>,
     /// The processes this actor started that are not gone yet; `Shutdown` waits for them.
     reaping: Reaping,
-    /// What the last opening agreed on (era, version, the server's capabilities), kept while
-    /// the server is down.
-    negotiated: Option<Negotiated>,
-    /// The era to try first next time, as the attempts found it.
-    era_memory: EraMemory,
-    /// When the server last answered `server/discover` (2026-07-28), for its `ttlMs`.
-    discovered_at: Option<Instant>,
-    tools: Vec<Tool>,
-    subscriptions: BTreeSet<String>,
-    /// Successful reconnects after a Ready connection broke.
-    reconnects: u64,
-    skips: Arc<SkipCounters>,
-    last_error: Option<Error>,
     /// The application's event subscribers, each with a bounded queue.
     events: Fanout,
     /// Answers the requests the server sends us, through the application's handler.
     server_requests: ServerRequests,
-    client_capabilities: Value,
-    ping_in_flight: bool,
-    tools_refresh: tools::Refresh,
     /// Graceful shutdowns under way; `Shutdown` answers when they are done.
     closing: Vec<oneshot::Receiver<()>>,
     /// Becomes true once a `Shutdown` has stopped the server and its processes are gone. Every
     /// `Shutdown`, however many are sent, answers only then.
     stopped: watch::Sender<bool>,
+    dial: Dial,
     _gone: Option<GoneNotice>,
 }
 
@@ -128,38 +113,31 @@ impl ServerActor {
         let settings = config.settings(global);
         let name: Arc<str> = Arc::from(config.name());
         let ids = RequestIds::default();
+        let skips = Arc::<SkipCounters>::default();
         let server_requests = ServerRequests::new(name.clone(), None, settings.call_timeout);
-        ServerActor {
-            calls: CallTable::new(name.clone(), &settings, ids.clone()),
-            deadline_timer: None,
-            ids,
-            reaping: Reaping::default(),
+        let session = Session::new(
             name,
-            machine: ConnectionMachine::new(
-                MachinePolicy::new(&settings, config.transport()),
-                Instant::now(),
-            ),
-            config,
             settings,
-            rng: StdRng::from_os_rng(),
+            config.transport(),
+            ids.clone(),
+            skips.clone(),
+            now(),
+            rand::random(),
+        );
+        ServerActor {
+            session,
+            config,
             live: None,
-            attempt_seq: 0,
             attempt: None,
-            negotiated: None,
-            era_memory: EraMemory::default(),
-            discovered_at: None,
-            tools: Vec::new(),
-            subscriptions: BTreeSet::new(),
-            reconnects: 0,
-            skips: Arc::default(),
-            last_error: None,
+            timer: None,
+            ids,
+            skips,
+            reaping: Reaping::default(),
             events: Fanout::default(),
             server_requests,
-            client_capabilities: json!({}),
-            ping_in_flight: false,
-            tools_refresh: tools::Refresh::Idle,
             closing: Vec::new(),
             stopped: watch::Sender::new(false),
+            dial: Dial::Configured,
             _gone: None,
         }
     }
@@ -177,64 +155,91 @@ impl ServerActor {
         }
         if let Some(h) = handler {
             self.server_requests = self.server_requests.with_handler(h.handler);
-            self.client_capabilities = h.capabilities;
+            self.session.set_client_capabilities(h.capabilities);
         }
-        self.subscriptions = subscriptions;
+        self.session.set_subscriptions(subscriptions);
         self
     }
 
-    // ----- the state machine and its actions -----
+    /// Connects through an in-memory network instead of the configured transport.
+    #[cfg(test)]
+    pub(crate) fn dialing(mut self, dial: Dial) -> Self {
+        self.dial = dial;
+        self
+    }
 
-    fn feed(&mut self, event: Event, ctx: &mut Context<Self>) {
-        let actions = self.machine.on(event, Instant::now(), &mut self.rng);
-        for action in actions {
-            self.perform(action, ctx);
+    // ----- driving the session -----
+
+    /// Carries out what the session asked for, and keeps the timer set for its earliest
+    /// instant. Called after every input to the session.
+    fn drive(&mut self, ctx: &mut Context<Self>) {
+        while let Some(command) = self.session.poll_command() {
+            self.carry_out(command, ctx);
+        }
+        if self.session.timers_moved() {
+            self.arm_timer(ctx);
         }
     }
 
-    fn perform(&mut self, action: Action, ctx: &mut Context<Self>) {
-        match action {
-            Action::Connect => self.connect(ctx),
-            Action::ScheduleRetry { after, token } => {
-                ctx.run_later(after, move |act, ctx| {
-                    act.feed(Event::RetryTimer { token }, ctx)
-                });
+    /// Sets the timer for the session's earliest instant, unless one is set no later.
+    fn arm_timer(&mut self, ctx: &mut Context<Self>) {
+        let Some(next) = self.session.poll_timeout() else {
+            return; // A timer still set fires, finds nothing, and is not set again.
+        };
+        if self.timer.as_ref().is_some_and(|(at, _)| *at <= next) {
+            return;
+        }
+        let after = next.saturating_duration_since(now());
+        let actor = ctx.address().downgrade();
+        let task = actix::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(actor) = actor.upgrade() {
+                actor.do_send(TimerDue(next));
             }
-            Action::Disconnect => self.disconnect(ctx),
-            Action::FlushWaiting => self.flush_waiting(),
-            Action::FailWaiting => self.fail_waiting(),
-            Action::Announce { message, warn } => self.announce(message, warn),
+        });
+        // The timer it replaces, if any, is cancelled as it is dropped.
+        self.timer = Some((next, TimerTask(task)));
+    }
+
+    fn carry_out(&mut self, command: Command, ctx: &mut Context<Self>) {
+        match command {
+            Command::Connect { seq, plan } => self.connect(seq, *plan, ctx),
+            Command::Disconnect { polite } => self.disconnect(polite, ctx),
+            Command::Emit(event) => self.events.emit(&event),
+            Command::RefreshTools => self.refresh_tools(ctx),
+            Command::AnswerServerRequest { id, method, params } => {
+                if let Some(live) = &self.live {
+                    self.server_requests
+                        .answer(&live.outbound, id, method, params);
+                }
+            }
+            Command::AskInput(ask) => self.ask_input(ask, ctx),
         }
     }
 
-    fn connect(&mut self, ctx: &mut Context<Self>) {
-        self.attempt_seq += 1;
-        let seq = self.attempt_seq;
+    fn connect(&mut self, seq: u64, plan: crate::session::AttemptPlan, ctx: &mut Context<Self>) {
+        let settings = self.session.settings().clone();
         let attempt = Attempt {
-            server: self.name.clone(),
+            server: self.session.name().clone(),
             transport: self.config.transport().clone(),
-            settings: self.settings.clone(),
-            subscriptions: self.subscriptions.iter().cloned().collect(),
-            client_capabilities: self.client_capabilities.clone(),
+            plan,
             server_requests: self.server_requests.clone(),
             skips: self.skips.clone(),
             ids: self.ids.clone(),
             reaping: self.reaping.clone(),
-            remembered: self.era_memory.get(),
-            learned: self.era_memory.clone(),
-            fresh: self.fresh_discovery(),
+            dial: self.dial.clone(),
+            learned: Rc::default(),
+            settings,
         };
-        tracing::debug!(server = %self.name, attempt = self.machine.attempts(), "connecting");
         // An actor started on its own has not been through the supervisor's checks: invalid
         // settings fail the attempt, and retrying cannot help that.
-        let checked = self.config.validate_with(&self.settings);
-        let number = self.machine.attempts();
-        let handle = ctx.spawn(
-            attempt
-                .run(number, checked)
-                .into_actor(self)
-                .map(move |result, act, ctx| act.on_attempt_done(seq, result, ctx)),
-        );
+        let checked = self.config.validate_with(self.session.settings());
+        let handle = ctx.spawn(attempt.run(checked).into_actor(self).map(
+            move |(result, learned), act, ctx| {
+                act.attempt = None;
+                act.on_attempt_done(seq, result, learned, ctx)
+            },
+        ));
         self.attempt = Some(handle);
     }
 
@@ -242,85 +247,47 @@ impl ServerActor {
         &mut self,
         seq: u64,
         result: Result<Established, Error>,
+        learned: Option<crate::protocol::era::Era>,
         ctx: &mut Context<Self>,
     ) {
-        if seq != self.attempt_seq {
-            return; // Superseded; dropping `result` kills its process.
-        }
-        self.attempt = None;
-        match result {
+        let opened = match result {
+            // A superseded attempt's connection is dropped, which kills its process.
+            Ok(_) if !self.session.is_current_attempt(seq) => return,
             Ok(established) => {
                 let Established {
-                    wire,
+                    opened,
                     events,
                     closer,
-                    negotiated,
-                    era_note,
-                    reused,
-                    tools,
-                    notifications,
-                    subscribed,
+                    outbound,
                 } = established;
                 let stream = ctx.add_stream(futures_util::StreamExt::map(events, move |e| {
                     FromServer(seq, e)
                 }));
-                if matches!(self.machine.state(), ServerState::Reconnecting { .. }) {
-                    self.reconnects += 1;
-                    crate::telemetry::reconnected(&self.name);
-                }
-                if let Some(note) = era_note {
-                    // The server changed era: say so where people look.
-                    tracing::warn!(server = %self.name, note = %note, "the server changed its protocol era");
-                    self.last_error = Some(Error::connection(&self.name, note));
-                }
-                let had_session = self.negotiated.is_some();
-                if negotiated.era == Era::Modern && !reused {
-                    self.discovered_at = Some(Instant::now());
-                }
-                self.negotiated = Some(negotiated);
-                self.replace_tools(tools, had_session);
                 self.live = Some(Live {
                     seq,
-                    wire,
-                    closer,
                     stream,
-                    listen: None,
+                    closer,
+                    outbound,
                 });
-                self.feed(Event::Connected, ctx);
-                match self.negotiated.as_ref().map(|n| n.era) {
-                    Some(Era::Modern) => self.open_listen(None),
-                    _ => self.reconcile_subscriptions(subscribed, ctx),
-                }
-                for (method, params) in notifications {
-                    self.on_notification(method, params, ctx);
-                }
+                Ok(opened)
             }
-            Err(error) => {
-                // One log line: a stderr tail goes in a field of its own.
-                let tail = error.stderr_tail();
-                if tail.is_empty() {
-                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error, "connection attempt failed");
-                } else {
-                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error.without_stderr(), stderr = ?tail, "connection attempt failed");
-                }
-                self.last_error = Some(error.clone());
-                self.feed(Event::ConnectFailed(error), ctx);
-            }
-        }
+            Err(error) => Err(error),
+        };
+        self.session.attempt_done(seq, opened, learned, now());
+        self.drive(ctx);
     }
 
-    fn disconnect(&mut self, ctx: &mut Context<Self>) {
+    fn disconnect(&mut self, polite: bool, ctx: &mut Context<Self>) {
         if let Some(handle) = self.attempt.take() {
             ctx.cancel_future(handle);
         }
-        self.attempt_seq += 1;
         let Some(live) = self.live.take() else { return };
         ctx.cancel_future(live.stream);
         // Dropping the last sender closes the server's stdin.
-        drop(live.wire);
+        drop(live.outbound);
         let closer = live.closer;
-        if *self.machine.state() == ServerState::Stopped {
-            let grace = self.settings.shutdown_grace;
+        if polite {
+            let grace = self.session.settings().shutdown_grace;
             let (done, closed) = oneshot::channel();
             self.closing.push(closed);
             actix::spawn(async move {
@@ -333,81 +300,57 @@ impl ServerActor {
         }
     }
 
-    fn announce(&mut self, message: String, warn: bool) {
-        let state = self.machine.state().clone();
-        let attempt = self.machine.attempts();
-        // Subscribers get the message as it is; the log gets it on one line, with the stderr
-        // tail of the error it quotes (always the last error) in a field of its own.
-        let (line, tail) = match &self.last_error {
-            Some(error) => error.split_stderr_tail(&message),
-            None => (message.clone(), &[][..]),
+    /// Fetches every page of the tool list through the actor's own call path, with the bounds
+    /// the handshake uses ([`pagination::list_all_tools`]).
+    fn refresh_tools(&mut self, ctx: &mut Context<Self>) {
+        let addr = ctx.address();
+        let server = self.session.name().to_string();
+        let timeout = self.session.settings().call_timeout;
+        let fetch = async move {
+            pagination::list_all_tools(&server, async |params| {
+                let call = Call::new(server.clone(), "tools/list", params).timeout(timeout);
+                addr.send(call).await.map_err(|_| Error::Stopped {
+                    server: server.clone(),
+                })?
+            })
+            .await
         };
-        match (warn, tail.is_empty()) {
-            (true, true) => {
-                tracing::warn!(server = %self.name, state = state.name(), attempt, "{line}")
-            }
-            (true, false) => {
-                tracing::warn!(server = %self.name, state = state.name(), attempt, stderr = ?tail, "{line}")
-            }
-            (false, true) => tracing::info!(server = %self.name, state = state.name(), "{line}"),
-            (false, false) => {
-                tracing::info!(server = %self.name, state = state.name(), stderr = ?tail, "{line}")
-            }
+        ctx.spawn(fetch.into_actor(self).map(|result, act, ctx| {
+            let tools = result.map(|listed| {
+                if let Some(overflow) = &listed.overflow {
+                    tracing::warn!(server = %act.session.name(), error = %overflow, "tools/list was cut short");
+                }
+                listed.items
+            });
+            act.session.tools_refreshed(tools, now());
+            act.drive(ctx);
+        }));
+    }
+
+    /// Asks the application's handler what a multi-round-trip result needs.
+    fn ask_input(&mut self, ask: InputAsk, ctx: &mut Context<Self>) {
+        let mut asks = Vec::with_capacity(ask.requests.len());
+        for request in &ask.requests {
+            let Some(asked) = self
+                .server_requests
+                .ask(request.method.clone(), request.params.clone())
+            else {
+                self.session
+                    .input_answered(ask, InputAnswers::NoHandler, now());
+                return self.drive(ctx);
+            };
+            let (key, method) = (request.key.clone(), request.method.clone());
+            asks.push(async move { (key, method, asked.await) });
         }
-        crate::telemetry::state_changed(&self.name, state.name());
-        self.emit(ServerEvent::StateChanged {
-            server: self.name.to_string(),
-            state,
-            message,
-        });
-    }
-
-    fn emit(&mut self, event: ServerEvent) {
-        self.events.emit(&event);
-    }
-
-    /// The last discovery, if the server said it may be reused and it is still fresh.
-    fn fresh_discovery(&self) -> Option<Negotiated> {
-        let negotiated = self.negotiated.as_ref()?;
-        let ttl = negotiated.fresh_for?;
-        let fetched = self.discovered_at?;
-        (negotiated.era == Era::Modern && fetched.elapsed() < ttl).then(|| negotiated.clone())
-    }
-
-    // ----- calls: the call table, with what the actor knows -----
-
-    /// Registers a call of the actor's own and returns what it awaits.
-    fn start_call(&mut self, call: Call, ctx: &mut Context<Self>) -> Result<Waiter, Error> {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        let (server, method) = (call.server.clone(), call.method.clone());
-        let receipt = self.calls.start(call, &situation, wire, Instant::now())?;
-        self.arm_deadlines(ctx);
-        Ok(Waiter {
-            rx: receipt.rx,
-            server,
-            method,
-        })
-    }
-
-    fn flush_waiting(&mut self) {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        self.calls.flush(&situation, wire);
-    }
-
-    fn fail_waiting(&mut self) {
-        let situation = Situation::of(&self.machine, self.last_error.as_ref());
-        self.calls.fail_waiting(&situation);
-    }
-
-    fn connection_lost(&mut self, error: Error, ctx: &mut Context<Self>) {
-        if self.live.is_none() {
-            return;
-        }
-        self.last_error = Some(error.clone());
-        self.calls.settle(&error, None, &self.tools);
-        self.feed(Event::ConnectionLost(error), ctx);
+        ctx.spawn(
+            join_all(asks)
+                .into_actor(self)
+                .map(move |answers, act, ctx| {
+                    act.session
+                        .input_answered(ask, InputAnswers::Answered(answers), now());
+                    act.drive(ctx);
+                }),
+        );
     }
 }
 
@@ -415,7 +358,8 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.feed(Event::Start, ctx);
+        self.session.start(now());
+        self.drive(ctx);
     }
 }
 
@@ -424,23 +368,28 @@ impl StreamHandler<FromServer> for ServerActor {
         if self.live.as_ref().map(|l| l.seq) != Some(seq) {
             return;
         }
-        match event {
-            TransportEvent::Message(message) => self.on_message(message, ctx),
-            TransportEvent::Rejected(ids) => self.calls.unsend(&ids),
-            TransportEvent::CallFailed { id, error } => self.calls.fail_written(id, error),
-            TransportEvent::Interrupted { ids, error } if self.listen_interrupted(&ids) => {
-                // The listen stream broke: as the GET stream's loss, the connection's.
-                self.connection_lost(error, ctx);
-            }
-            TransportEvent::Interrupted { ids, error } => {
-                self.calls.settle(&error, Some(&ids), &self.tools);
-                self.flush_waiting();
-            }
-            TransportEvent::Closed(error) => self.connection_lost(error, ctx),
-        }
+        self.session.transport_event(seq, event, now());
+        self.drive(ctx);
     }
 
     // The stream's last item is `Closed`, handled above; its end must not stop the actor (the
     // default does).
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
+
+impl Handler<TimerDue> for ServerActor {
+    type Result = ();
+
+    /// The timer's own time counts as passed, whatever the clock says.
+    fn handle(&mut self, TimerDue(due): TimerDue, ctx: &mut Context<Self>) {
+        if self.timer.as_ref().is_some_and(|(at, _)| *at == due) {
+            self.timer = None;
+        }
+        self.session.handle_timeout(now().max(due));
+        self.drive(ctx);
+        self.arm_timer(ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests;

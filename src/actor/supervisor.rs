@@ -9,11 +9,11 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::actor::messages::*;
-use crate::actor::reply::Forward;
+use crate::actor::routing::Forward;
 use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
-use crate::actor::status::ServerStatus;
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
+use crate::session::status::ServerStatus;
 
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).

@@ -31,7 +31,7 @@ use show::{ExitStatus, InDir, Overload, RetryAfter, ServerName, StderrTail};
 pub enum Error {
     /// The call did not complete before its deadline. A `notifications/cancelled` was sent for it
     /// if the request had reached the server.
-    #[error("server `{server}`: {method} timed out after {timeout:?}")]
+    #[error("server `{server}`: {method} timed out after {}", show::Ran(*timeout, *elapsed))]
     Timeout {
         /// Server name.
         server: String,
@@ -39,6 +39,8 @@ pub enum Error {
         method: String,
         /// The timeout that expired.
         timeout: Duration,
+        /// How long the call ran: longer than `timeout` when progress restarted it.
+        elapsed: Duration,
     },
 
     /// The connection broke after the request was written, and the call is not safe to re-send:
@@ -371,9 +373,21 @@ mod tests {
             server: "fs".into(),
             method: "tools/call".into(),
             timeout: Duration::from_secs(2),
+            elapsed: Duration::from_micros(2_000_310),
         };
         assert_eq!(e.code(), "timeout");
         assert_eq!(e.to_string(), "server `fs`: tools/call timed out after 2s");
+        // Progress restarted the timeout: the message says how long the call really ran.
+        let moved = Error::Timeout {
+            server: "fs".into(),
+            method: "tools/call".into(),
+            timeout: Duration::from_secs(1),
+            elapsed: Duration::from_millis(4_012),
+        };
+        assert_eq!(
+            moved.to_string(),
+            "server `fs`: tools/call timed out after 4.012s (its timeout of 1s restarted by progress)"
+        );
         assert_eq!(
             Error::ServerNotFound { server: "x".into() }.code(),
             "server_not_found"
@@ -447,6 +461,7 @@ mod tests {
                 server: "fs".into(),
                 method: "initialize".into(),
                 timeout: Duration::from_secs(1),
+                elapsed: Duration::from_secs(1),
             },
         ];
         for e in &may {

@@ -75,3 +75,22 @@ impl fmt::Display for ServerName<'_> {
         }
     }
 }
+
+/// How long a timed-out call ran: its timeout, or more when progress restarted it.
+pub(super) struct Ran(pub(super) Duration, pub(super) Duration);
+
+impl fmt::Display for Ran {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ran(timeout, elapsed) = *self;
+        // A timer fires a little after its deadline: within a tenth of a second, the call ran
+        // for its timeout.
+        if elapsed <= timeout.saturating_add(Duration::from_millis(100)) {
+            return write!(f, "{timeout:?}");
+        }
+        let ms = Duration::from_millis(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        write!(
+            f,
+            "{ms:?} (its timeout of {timeout:?} restarted by progress)"
+        )
+    }
+}

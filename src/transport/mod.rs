@@ -6,6 +6,8 @@
 
 #[cfg(feature = "http")]
 pub(crate) mod http;
+#[cfg(test)]
+pub(crate) mod memory;
 #[cfg(feature = "stdio")]
 mod process_tree;
 #[cfg(feature = "stdio")]
@@ -145,6 +147,57 @@ pub(crate) enum Outgoing {
     Abandon(u64),
 }
 
+/// Where the session writes what goes to the server: a connection's outbound side, seen
+/// without its IO (the session core holds one behind this trait; the real one is
+/// [`Outbound`], the tests' a recorder).
+///
+/// Writing is a call, not a queued command: a request is serialized straight into the
+/// transport's buffer (stdio), with no copy and no allocation of its own.
+pub(crate) trait Link {
+    /// Queues the message that `write` appends to the buffer it is given (newline included);
+    /// false if the connection is already gone.
+    fn send_with(&self, write: &mut dyn FnMut(&mut Vec<u8>)) -> bool;
+
+    /// Queues one message (newline-terminated); false if the connection is already gone.
+    fn send(&self, line: Vec<u8>) -> bool {
+        let mut line = Some(line);
+        self.send_with(&mut |buf| {
+            if let Some(line) = line.take() {
+                if buf.is_empty() {
+                    *buf = line;
+                } else {
+                    buf.extend_from_slice(&line);
+                }
+            }
+        })
+    }
+
+    /// Queues one request of the modern era with its HTTP headers (a pipe ignores them).
+    fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool;
+
+    /// Nobody waits for the answer to request `id` any more: a transport that holds resources
+    /// for it (an HTTP request in flight) lets them go.
+    fn abandon(&self, id: u64);
+}
+
+impl Link for Outbound {
+    fn send_with(&self, write: &mut dyn FnMut(&mut Vec<u8>)) -> bool {
+        Outbound::send_with(self, write)
+    }
+
+    fn send(&self, line: Vec<u8>) -> bool {
+        Outbound::send(self, line)
+    }
+
+    fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool {
+        Outbound::send_modern(self, line, headers)
+    }
+
+    fn abandon(&self, id: u64) {
+        Outbound::abandon(self, id)
+    }
+}
+
 /// Sends messages to the server. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbound(Sink);
@@ -235,6 +288,8 @@ pub(crate) enum Closer {
     Process(stdio::ProcessHandle),
     #[cfg(feature = "http")]
     Http(http::HttpHandle),
+    #[cfg(test)]
+    Memory(memory::MemoryHandle),
 }
 
 impl Closer {
@@ -245,6 +300,8 @@ impl Closer {
             Closer::Process(p) => p.pid(),
             #[cfg(feature = "http")]
             Closer::Http(_) => None,
+            #[cfg(test)]
+            Closer::Memory(_) => None,
         }
     }
 
@@ -266,6 +323,8 @@ impl Closer {
             Closer::Process(p) => p.kill().await,
             #[cfg(feature = "http")]
             Closer::Http(h) => h.kill(),
+            #[cfg(test)]
+            Closer::Memory(m) => m.close(false),
         }
     }
 
@@ -276,6 +335,11 @@ impl Closer {
             Closer::Process(p) => p.shutdown(grace).await,
             #[cfg(feature = "http")]
             Closer::Http(h) => h.shutdown(grace).await,
+            #[cfg(test)]
+            Closer::Memory(m) => {
+                let _ = grace;
+                m.close(true)
+            }
         }
     }
 }

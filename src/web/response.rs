@@ -77,6 +77,7 @@ mod tests {
             server: "fs".into(),
             method: "tools/call".into(),
             timeout: Duration::from_secs(1),
+            elapsed: Duration::from_secs(1),
         };
         let response = late.error_response();
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);

@@ -285,6 +285,14 @@ impl Events {
         .await;
     }
 
+    /// The names of `server`'s states, in the order it entered them.
+    pub fn states(&self, server: &str) -> Vec<&'static str> {
+        self.all()
+            .iter()
+            .filter_map(|e| state_of(e, server).map(ServerState::name))
+            .collect()
+    }
+
     /// Messages of `server`'s state changes, in order.
     pub fn messages(&self, server: &str) -> Vec<String> {
         self.all()

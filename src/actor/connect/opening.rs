@@ -9,7 +9,6 @@
 //! means is decided in [`crate::protocol::era`]; this file does the asking.
 
 use super::Handshake;
-use crate::actor::wire::Wire;
 use crate::error::Error;
 use crate::protocol::discover::{discover_params, parse_discover_result};
 use crate::protocol::era::{
@@ -19,6 +18,7 @@ use crate::protocol::era::{
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::protocol::lifecycle::{self, Negotiated, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::protocol::meta::RequestMeta;
+use crate::session::wire::Wire;
 use crate::ErrorKind as Kind;
 
 /// What one try of an era found.
@@ -51,24 +51,22 @@ impl Handshake<'_> {
         let choice = self.attempt.settings.protocol;
         if let Some(fresh) = self
             .attempt
+            .plan
+            .era
             .fresh
             .clone()
             .filter(|_| choice != ProtocolChoice::Legacy)
         {
             let meta = RequestMeta::new(
                 &fresh.version,
-                &self.attempt.client_capabilities,
+                &self.attempt.plan.client_capabilities,
                 self.attempt.settings.log_level,
             );
-            self.wire = Wire::modern(
-                self.connection.outbound.clone(),
-                meta,
-                self.attempt.is_http(),
-            );
+            self.wire = Wire::modern(self.link.clone(), meta, self.attempt.is_http());
             self.reused = true;
             return Ok((fresh, None));
         }
-        let first = choice.first_try(self.attempt.remembered);
+        let first = choice.first_try(self.attempt.plan.era.remembered);
         let mut era = first;
         let mut version = MODERN_VERSIONS[0].to_owned();
         let mut note = None;
@@ -79,7 +77,7 @@ impl Handshake<'_> {
             };
             let (reason, next_version) = match tried {
                 Tried::Open(negotiated) => {
-                    self.attempt.learned.set(negotiated.era);
+                    self.attempt.learned.set(Some(negotiated.era));
                     return Ok((*negotiated, note));
                 }
                 Tried::OtherEra { reason, version } => (reason, version),
@@ -89,7 +87,7 @@ impl Handshake<'_> {
             }
             let server = &self.attempt.server;
             tracing::debug!(server = %server, from = %era, to = %era.other(), reason = %reason, "speaking the other protocol era");
-            if self.attempt.remembered == Some(first) {
+            if self.attempt.plan.era.remembered == Some(first) {
                 // It spoke `first` last time: it changed, and says so here.
                 note = Some(format!(
                     "the server no longer speaks the {era} protocol era ({reason}); now speaking {}",
@@ -114,14 +112,10 @@ impl Handshake<'_> {
         loop {
             let meta = RequestMeta::new(
                 &version,
-                &self.attempt.client_capabilities,
+                &self.attempt.plan.client_capabilities,
                 self.attempt.settings.log_level,
             );
-            self.wire = Wire::modern(
-                self.connection.outbound.clone(),
-                meta.clone(),
-                self.attempt.is_http(),
-            );
+            self.wire = Wire::modern(self.link.clone(), meta.clone(), self.attempt.is_http());
             let params = discover_params(meta.keys());
             let http = self.attempt.is_http();
             // A server that does not know the method may not answer at all: that is an answer
@@ -160,7 +154,7 @@ impl Handshake<'_> {
                     // that fails to start at all, which cannot be told apart. The attempt fails
                     // as the process did (so a crashing start-up costs the retries it always
                     // did), and the next one starts with the handshake.
-                    self.attempt.learned.set(Era::Legacy);
+                    self.attempt.learned.set(Some(Era::Legacy));
                     return Err(e);
                 }
                 Err(e) => return Err(e),
@@ -220,8 +214,8 @@ impl Handshake<'_> {
 
     /// The `initialize` handshake.
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
-        self.wire = Wire::legacy(self.connection.outbound.clone());
-        let params = lifecycle::initialize_params(&self.attempt.client_capabilities);
+        self.wire = Wire::legacy(self.link.clone());
+        let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
         let result = match self.request("initialize", Some(params)).await {
             Ok(result) => result,
             Err(Error::Rpc {

@@ -1,17 +1,18 @@
 //! The messages an application sends to the [`Supervisor`](crate::Supervisor) or straight to a
 //! [`ServerActor`](crate::ServerActor), and the ones it receives back.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::Value;
 
-use crate::actor::status::ServerStatus;
 use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::policy::retry::RetryPolicy;
-use crate::policy::state::ServerState;
 use crate::protocol::jsonrpc::RpcError;
+use crate::session::request::{CallRequest, Params, ProgressSink, RequestOptions};
+use crate::session::status::ServerStatus;
 
 /// Options every call carries.
 #[derive(Clone)]
@@ -159,6 +160,43 @@ impl Message for Call {
     type Result = Result<Value, Error>;
 }
 
+impl From<Call> for CallRequest {
+    fn from(call: Call) -> Self {
+        CallRequest {
+            server: call.server,
+            method: Cow::Owned(call.method),
+            params: call.params.as_ref().map(Params::of_value),
+            tool: None,
+            options: call.options.into(),
+        }
+    }
+}
+
+impl From<CallOptions> for RequestOptions {
+    fn from(options: CallOptions) -> Self {
+        RequestOptions {
+            timeout: options.timeout,
+            retry: options.retry,
+            progress: options
+                .progress
+                .map(|recipient| Box::new(recipient) as Box<dyn ProgressSink>),
+            reset_timeout_on_progress: options.reset_timeout_on_progress,
+            parent: options.parent,
+        }
+    }
+}
+
+impl ProgressSink for Recipient<Progress> {
+    fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.do_send(Progress {
+            server: server.to_owned(),
+            progress,
+            total,
+            message,
+        });
+    }
+}
+
 mod typed;
 pub use typed::*;
 
@@ -273,63 +311,8 @@ pub struct RemoveServer(pub String);
 #[rtype(result = "()")]
 pub struct Shutdown;
 
-/// Something that happened on a server, for [`SubscribeEvents`] recipients.
-#[derive(Debug, Clone, PartialEq, Message)]
-#[rtype(result = "()")]
-#[non_exhaustive]
-pub enum ServerEvent {
-    /// The connection state changed.
-    StateChanged {
-        /// Server name.
-        server: String,
-        /// The new state.
-        state: ServerState,
-        /// What happened, for people: `Reconnecting to MCP server (attempt 1/3)…`.
-        message: String,
-    },
-    /// The tool list changed (after `tools/list_changed` or a reconnect).
-    ToolsChanged {
-        /// Server name.
-        server: String,
-        /// Tools that appeared.
-        added: Vec<String>,
-        /// Tools that disappeared.
-        removed: Vec<String>,
-    },
-    /// A subscribed resource changed (`notifications/resources/updated`).
-    ResourceUpdated {
-        /// Server name.
-        server: String,
-        /// Its URI.
-        uri: String,
-    },
-    /// A log message from the server (`notifications/message`).
-    Log {
-        /// Server name.
-        server: String,
-        /// Its params: `level`, `logger`, `data`.
-        params: Value,
-    },
-    /// Any other notification.
-    Notification {
-        /// Server name.
-        server: String,
-        /// Method.
-        method: String,
-        /// Params.
-        params: Option<Value>,
-    },
-}
+pub use crate::session::events::ServerEvent;
 
-impl ServerEvent {
-    /// The server the event is about.
-    pub fn server(&self) -> &str {
-        match self {
-            ServerEvent::StateChanged { server, .. }
-            | ServerEvent::ToolsChanged { server, .. }
-            | ServerEvent::ResourceUpdated { server, .. }
-            | ServerEvent::Log { server, .. }
-            | ServerEvent::Notification { server, .. } => server,
-        }
-    }
+impl Message for ServerEvent {
+    type Result = ();
 }

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use super::{Call, CallOptions};
-use crate::actor::request::{CallRequest, NameAndArguments, Params};
 use crate::error::Error;
+use crate::session::request::{CallRequest, NameAndArguments, Params};
 use actix::prelude::*;
 
 /// Declares a typed call: a struct that turns into a [`Call`] and whose answer is parsed into an
@@ -219,7 +219,7 @@ impl From<CallTool> for CallRequest {
             method: Cow::Borrowed(CallTool::METHOD),
             params: Some(params),
             tool: Some(call.name),
-            options: call.options,
+            options: call.options.into(),
         }
     }
 }
@@ -235,7 +235,7 @@ impl From<GetPrompt> for CallRequest {
             method: Cow::Borrowed(GetPrompt::METHOD),
             params: Some(Params::of(&fields, true)),
             tool: None,
-            options: call.options,
+            options: call.options.into(),
         }
     }
 }

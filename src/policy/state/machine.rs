@@ -93,6 +93,11 @@ impl ConnectionMachine {
             Event::Start => self.start_attempt(),
             Event::Connected => self.on_connected(now),
             Event::ConnectFailed(error) => self.on_connect_failed(error, now, rng),
+            // The same connection would be refused the same way (its authorization is gone for
+            // good): no reconnect to hammer the server with, straight to Failed.
+            Event::ConnectionLost(error) if !error.retry_can_help() => {
+                self.on_lost_for_good(error, now, rng)
+            }
             Event::ConnectionLost(error) => self.on_lost(&error.to_string(), now, rng, false),
             Event::RetryTimer { token } => self.on_timer(token),
             Event::Reconnect => self.on_reconnect_requested(now, rng),
@@ -398,6 +403,24 @@ impl ConnectionMachine {
         Some(self.wait_after(error, schedule.delay(self.revivals, rng)))
     }
 
+    /// A Ready connection was lost in a way a reconnect cannot mend (its authorization was
+    /// refused for good): the server is Failed at once, waiting for `Reconnect`.
+    fn on_lost_for_good<R: Rng + ?Sized>(
+        &mut self,
+        error: Error,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
+        if self.state != ServerState::Ready {
+            return Vec::new();
+        }
+        self.ready_since = None;
+        let lead = "Connection lost".to_owned();
+        let mut actions = vec![Action::Disconnect];
+        actions.extend(self.fail(error, 0, lead, now, rng));
+        actions
+    }
+
     fn give_up<R: Rng + ?Sized>(
         &mut self,
         error: Error,
@@ -405,15 +428,25 @@ impl ConnectionMachine {
         now: Instant,
         rng: &mut R,
     ) -> Vec<Action> {
+        let lead = format!("Failed after {attempts} attempt{}", plural(attempts));
+        self.fail(error, attempts, lead, now, rng)
+    }
+
+    /// Enters Failed with `error` after `attempts`, announced as `lead: error`, with a
+    /// revival scheduled if retrying can help.
+    fn fail<R: Rng + ?Sized>(
+        &mut self,
+        error: Error,
+        attempts: u32,
+        lead: String,
+        now: Instant,
+        rng: &mut R,
+    ) -> Vec<Action> {
         self.token += 1;
         self.failed_after = attempts;
         self.revivals = 0;
         let revive = self.revival_wait(&error, rng);
-        let message = format!(
-            "Failed after {attempts} attempt{}: {error}{}",
-            plural(attempts),
-            what_next(&error, revive)
-        );
+        let message = format!("{lead}: {error}{}", what_next(&error, revive));
         self.enter(
             ServerState::Failed {
                 error,
@@ -838,6 +871,37 @@ mod tests {
         let a = h.on(Event::ConnectFailed(unauthorized()));
         assert!(!a.iter().any(|a| matches!(a, Action::ScheduleRetry { .. })));
         assert!(matches!(h.m.state(), ServerState::Failed { .. }));
+    }
+
+    #[test]
+    fn a_connection_lost_for_good_goes_straight_to_failed() {
+        // A refresh refused with invalid_grant: the authorization is gone, and a reconnect
+        // would only ask for it again. Ready -> Failed, no Reconnecting in between.
+        let required = Error::AuthorizationRequired {
+            server: "demo".into(),
+            reason: "the refresh token was refused (invalid_grant)".into(),
+        };
+        let mut h = Harness::new(policy(0.5));
+        ready(&mut h);
+        let a = h.on(Event::ConnectionLost(required.clone()));
+        assert_eq!(a.first(), Some(&Action::Disconnect));
+        assert!(
+            !a.iter()
+                .any(|a| matches!(a, Action::Connect | Action::ScheduleRetry { .. })),
+            "{a:?}"
+        );
+        assert_eq!(announced(&a).len(), 1, "one state change: {a:?}");
+        assert!(announced(&a)[0].starts_with("Connection lost: "), "{a:?}");
+        match h.m.state() {
+            ServerState::Failed { error, revive_at } => {
+                assert_eq!(*error, required);
+                assert_eq!(*revive_at, None, "it waits for Reconnect");
+            }
+            other => panic!("expected failed, got {other:?}"),
+        }
+        // Reconnect starts it up again.
+        let a = h.on(Event::Reconnect);
+        assert!(a.contains(&Action::Connect), "{a:?}");
     }
 
     #[test]

@@ -30,10 +30,24 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
     built.clone().map_err(|e| Error::config(None, "tls", e))
 }
 
-pub(super) fn build_client(connect_timeout: Duration) -> Result<awc::Client, Error> {
+/// Connections beyond the calls in flight: the liveness check, the listen or GET stream and a
+/// replacement of it, the serial POSTs of notifications and of answers to the server's
+/// requests, the session's DELETE, with room to spare.
+const RESERVED_CONNECTIONS: usize = 8;
+
+/// The awc client of one connection. Its pool has a connection for every call the session lets
+/// be in flight (`max_in_flight`) and a few more: a request that waits in awc's pool for a
+/// connection is one the session believes written, and a liveness check that queued behind
+/// the calls it judges would find a healthy server dead (awc's default is 100 connections, the
+/// default `max_in_flight` 1024).
+pub(super) fn build_client(
+    connect_timeout: Duration,
+    max_in_flight: usize,
+) -> Result<awc::Client, Error> {
     let connector = awc::Connector::new()
         .rustls_0_23(tls_config()?)
-        .timeout(connect_timeout);
+        .timeout(connect_timeout)
+        .limit(max_in_flight.saturating_add(RESERVED_CONNECTIONS));
     // No client-wide timeout: a request lives as long as its call, whose deadline the actor
     // keeps (an expired call's request is abandoned); connecting has the connector's timeout.
     Ok(awc::Client::builder()

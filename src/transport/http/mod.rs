@@ -175,7 +175,7 @@ pub(crate) fn connect(
         headers.push((name, value));
     }
     let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
-    let client = client::build_client(settings.connect_timeout)?;
+    let client = client::build_client(settings.connect_timeout, settings.max_in_flight)?;
     let auth = match &config.oauth {
         Some(oauth) => Some(auth::provider::Provider::new(
             server.clone(),

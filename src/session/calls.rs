@@ -1,61 +1,33 @@
-//! The calls of one server, from the moment the actor takes them until each has its one
-//! answer: request ids, the queue of calls waiting for a connection, writing them out, and
-//! every way a call ends (answered, failed, expired, settled after a lost connection).
+//! The calls of one server, from the moment the session takes them until each has its one
+//! answer: request ids, the queue of calls waiting for a connection, writing them out (and
+//! again), the answers the server sends, the rounds of a multi-round-trip request, and every
+//! way a call ends — answered, failed, expired, abandoned by its caller, or settled after a
+//! lost connection, the last three through the one decision in [`outcome`](super::outcome).
 //!
-//! It is its own room because it is the heart of "every call gets exactly one answer" and can
-//! be tested on its own: a plain struct with no actix context. The actor passes in what it
-//! knows (the connection's [`Wire`], its [`Situation`], the time) and does what a method
-//! returns it must do next (e.g. [`AfterExpire::CheckLiveness`]).
+//! The table's deadlines are kept by the session's one timer table
+//! ([`Timers`](super::timers::Timers)); the table says what each call's deadline is.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::rc::Rc;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use crate::actor::calls::CallEntry;
-use crate::actor::messages::Call;
-use crate::actor::reply::{self, Answer, Slot};
-use crate::actor::request::CallRequest;
-use crate::actor::status::Counters;
-use crate::actor::wire::Wire;
-
-mod answers;
-mod deadlines;
-mod input_rounds;
 use crate::config::Settings;
 use crate::error::Error;
-use crate::policy::retry::{after_disconnect, is_safe_by_nature, AfterDisconnect, ToolHints};
-use crate::policy::state::{ConnectionMachine, ServerState};
-use crate::protocol::jsonrpc::RequestIds;
+use crate::policy::retry::ToolHints;
+use crate::policy::state::ServerState;
+use crate::protocol::jsonrpc::{Id, RequestIds, RpcError};
+use crate::protocol::response::{RawResult, Reparsed};
+use crate::protocol::text::server_text;
+use crate::session::entry::{CallEntry, Internal, Payload, Replier};
+use crate::session::outcome::{self, Fate, Situation, Why};
+use crate::session::request::{CallRequest, Params};
+use crate::session::status::Counters;
+use crate::session::wire::Wire;
 
-/// What the actor knows of its server right now: whether calls may be written, and what the
-/// errors of calls that cannot be say about why.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Situation<'a> {
-    pub state: &'a ServerState,
-    /// Connection attempts of the state machine, for `Unavailable` errors.
-    pub attempts: u32,
-    /// The last connection error, quoted in "not sent" errors.
-    pub last_error: Option<&'a Error>,
-}
-
-impl<'a> Situation<'a> {
-    /// The situation of the state machine `machine`, after `last_error`.
-    pub fn of(machine: &'a ConnectionMachine, last_error: Option<&'a Error>) -> Self {
-        Situation {
-            state: machine.state(),
-            attempts: machine.attempts(),
-            last_error,
-        }
-    }
-}
-
-/// What the actor must do after a call's deadline passed.
+/// What the session must do after a call's deadline passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub(crate) enum AfterExpire {
@@ -70,27 +42,19 @@ pub(crate) enum AfterExpire {
 /// foldhash's per-process seed, and the SipHash default costs more than the rest of a lookup.
 type IdHash = foldhash::fast::RandomState;
 
-/// The caller's side of a call [started](CallTable::start) with a channel of its own.
-pub(crate) struct Receipt {
-    /// The call's key: the id of its first request, and its progress token.
-    #[cfg_attr(not(test), allow(dead_code))] // The actor's own calls need only the answer.
-    pub id: u64,
-    /// The raw result, or the error.
-    pub rx: oneshot::Receiver<Result<Value, Error>>,
-    /// When it is answered at the latest (unless progress moves it).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub deadline: Instant,
-}
+/// The answer of one of the session's own calls, for the session to act on.
+pub(crate) type InternalDone = (Internal, Result<Payload, Error>);
 
 /// The calls in flight or waiting of one server.
 pub(crate) struct CallTable {
     server: Arc<str>,
     call_timeout: Duration,
     max_in_flight: usize,
-    /// Whether the server's tool annotations may be believed (see [`after_disconnect`]).
+    /// Whether the server's tool annotations may be believed (see
+    /// [`after_disconnect`](crate::policy::retry::after_disconnect)).
     trusted: bool,
-    /// Every call, by its key: the id of its first request, which its caller's receipt and its
-    /// progress token carry for the call's whole life.
+    /// Every call, by its key: the id of its first request, which its progress token carries
+    /// for the call's whole life.
     calls: HashMap<u64, CallEntry, IdHash>,
     /// Written calls whose latest request id is not their key (written again), by that id. A
     /// call on its first write is found by its key, its id; either way an answer matches a
@@ -98,13 +62,12 @@ pub(crate) struct CallTable {
     by_wire: HashMap<u64, u64, IdHash>,
     /// Calls not yet written, oldest first (keys of calls since answered are skipped).
     waiting: VecDeque<u64>,
-    /// The calls' deadlines, earliest first, for the actor's one timer (see [`deadlines`]):
-    /// stale items (call gone, deadline moved) are skipped, and swept out past 2 × calls + 64.
-    deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Shared with the handshake of every connection (see [`RequestIds`]).
     ids: RequestIds,
     /// What happened to calls; the actor adds its own counts when it reports.
     counters: Counters,
+    /// Answers of the session's own calls, not acted on yet.
+    internal: Vec<InternalDone>,
 }
 
 impl CallTable {
@@ -119,9 +82,9 @@ impl CallTable {
             calls: HashMap::default(),
             by_wire: HashMap::default(),
             waiting: VecDeque::new(),
-            deadlines: BinaryHeap::new(),
             ids,
             counters: Counters::default(),
+            internal: Vec::new(),
         }
     }
 
@@ -135,22 +98,9 @@ impl CallTable {
         &self.counters
     }
 
-    /// Registers a call and returns its caller's side (a channel of the raw result): written at
-    /// once if the server is Ready and no older call waits, queued otherwise. Refused as
-    /// [`admit`](Self::admit) says.
-    pub fn start(
-        &mut self,
-        call: Call,
-        situation: &Situation,
-        wire: Option<&Wire>,
-        now: Instant,
-    ) -> Result<Receipt, Error> {
-        let call = CallRequest::from(call);
-        self.admit(&call, situation)?;
-        let (tx, rx) = oneshot::channel();
-        let id = self.open(call, Slot::to(tx, reply::raw, "Call"), situation, wire, now);
-        let deadline = self.deadline_of(id).unwrap_or(now);
-        Ok(Receipt { id, rx, deadline })
+    /// The answers of the session's own calls since the last time.
+    pub fn take_internal(&mut self) -> Vec<InternalDone> {
+        std::mem::take(&mut self.internal)
     }
 
     /// Whether the table takes `call` now: not when it is for another server, the server is
@@ -188,27 +138,38 @@ impl CallTable {
         Ok(())
     }
 
-    /// Registers an [admitted](Self::admit) call, answered on `reply`, and returns its key:
-    /// written at once if the server is Ready and no older call waits, queued otherwise.
+    /// Registers an [admitted](Self::admit) call, answered by `reply`, and returns its key:
+    /// written at once if the server is Ready and no older call waits, queued otherwise. The
+    /// session's own calls (not admitted: a liveness check must never be refused for a full
+    /// table) go first.
     pub fn open(
         &mut self,
         call: CallRequest,
-        reply: Rc<dyn Answer>,
+        reply: Replier,
         situation: &Situation,
         wire: Option<&Wire>,
         now: Instant,
     ) -> u64 {
         let id = self.ids.next();
+        let internal = matches!(reply, Replier::Session(_));
         let entry = CallEntry::open(&self.server, id, call, reply, self.call_timeout, now);
-        self.push_deadline(entry.deadline, id);
         self.calls.insert(id, entry);
-        if situation.state.is_ready() && self.waiting.is_empty() {
+        if situation.state.is_ready() && wire.is_some() && (self.waiting.is_empty() || internal) {
             self.write(id, wire);
         } else {
-            self.waiting.push_back(id);
+            if internal {
+                self.waiting.push_front(id);
+            } else {
+                self.waiting.push_back(id);
+            }
             self.flush(situation, wire);
         }
         id
+    }
+
+    /// The deadline of call `key`, if it is in the table.
+    pub fn deadline_of(&self, key: u64) -> Option<Instant> {
+        self.calls.get(&key).map(|c| c.deadline)
     }
 
     fn write(&mut self, key: u64, wire: Option<&Wire>) {
@@ -263,6 +224,12 @@ impl CallTable {
         Some(key)
     }
 
+    /// The call and method that request `wire_id` belongs to, if it is written and unanswered.
+    pub fn written_call(&self, wire_id: u64) -> Option<(u64, &str)> {
+        let key = self.written(wire_id)?;
+        Some((key, self.calls.get(&key)?.method.as_ref()))
+    }
+
     /// Call `key` is no longer written on the current connection.
     fn mark_unsent(&mut self, key: u64) {
         if let Some(entry) = self.calls.get_mut(&key) {
@@ -285,15 +252,43 @@ impl CallTable {
         }
     }
 
+    /// Ends call `key` with `outcome`, counting it.
+    fn finish(&mut self, key: u64, outcome: Result<Payload, Error>) {
+        let Some(entry) = self.remove(key) else {
+            self.counters.unknown_responses += 1;
+            tracing::debug!(server = %self.server, id = key, "response to no call in flight; ignored");
+            return;
+        };
+        self.end(entry, outcome);
+    }
+
+    /// Answers `entry`, counting how it ended.
+    fn end(&mut self, entry: CallEntry, outcome: Result<Payload, Error>) {
+        match &outcome {
+            Ok(_) => self.counters.calls_ok += 1,
+            Err(Error::Timeout { .. }) => self.counters.calls_timed_out += 1,
+            Err(_) => self.counters.calls_failed += 1,
+        }
+        self.internal.extend(entry.answer(outcome));
+    }
+
+    /// Answers call `key` with what [`outcome::decide`] says for a call that is not sent
+    /// (again), `reason` saying why.
+    fn answer_unsent(&mut self, entry: CallEntry, reason: &str, situation: &Situation) {
+        let why = Why::NotSent { reason, situation };
+        let fate = outcome::decide(&self.server, &entry.facts(None, self.trusted), why);
+        if let Fate::Answer(error) = fate {
+            self.end(entry, Err(error));
+        }
+    }
+
     /// Answers every waiting call: the server will not be Ready for them.
     pub fn fail_waiting(&mut self, situation: &Situation) {
         let ids: Vec<u64> = self.waiting.drain(..).collect();
+        let reason = format!("the server is {}", situation.state.name());
         for id in ids {
             if let Some(entry) = self.calls.remove(&id) {
-                let reason = format!("the server is {}", situation.state.name());
-                let error = self.unanswered_error(&entry, &reason, situation);
-                self.counters.calls_failed += 1;
-                entry.answer(Err(error));
+                self.answer_unsent(entry, &reason, situation);
             }
         }
     }
@@ -303,57 +298,17 @@ impl CallTable {
         let ids: Vec<u64> = self.calls.keys().copied().collect();
         for id in ids {
             if let Some(entry) = self.remove(id) {
-                let error = self.unanswered_error(&entry, "the server was stopped", situation);
-                entry.answer(Err(error));
+                self.answer_unsent(entry, "the server was stopped", situation);
             }
         }
-    }
-
-    /// The error for a call that will get no answer: if it was ever written and may have an
-    /// effect, its outcome is unknown; otherwise nothing ran that matters.
-    fn unanswered_error(&self, entry: &CallEntry, reason: &str, situation: &Situation) -> Error {
-        if entry.sends > 0 && !is_safe_by_nature(&entry.method) {
-            Error::OutcomeUnknown {
-                server: self.server.to_string(),
-                method: entry.method.to_string(),
-                reason: format!("it was sent before its connection broke, and {reason}"),
-            }
-        } else {
-            self.not_sent_error(situation)
-        }
-    }
-
-    /// The error for a call that never reached the server: safe to make again later.
-    fn not_sent_error(&self, situation: &Situation) -> Error {
-        let server = self.server.to_string();
-        match situation.state {
-            ServerState::Stopped => Error::Stopped { server },
-            state => {
-                let reason = match situation.last_error {
-                    Some(e) => format!(
-                        "the call was not sent: server is {} ({})",
-                        state.name(),
-                        e.without_stderr()
-                    ),
-                    None => format!("the call was not sent: server is {}", state.name()),
-                };
-                Error::Unavailable {
-                    server,
-                    reason,
-                    attempts: situation.attempts,
-                    stderr_tail: situation
-                        .last_error
-                        .map(|e| e.stderr_tail().to_vec())
-                        .unwrap_or_default(),
-                }
-            }
-        }
+        self.waiting.clear();
     }
 
     /// Decides, call by call, what happens to the calls written on a connection that is going
     /// away: back to the front of the queue to be re-sent on the next one, or answered now
-    /// (see [`after_disconnect`]). Only the calls in `only`, when given. `tools` is the cached
-    /// tool list, whose annotations a trusted server's `tools/call` may be re-sent on.
+    /// (see [`outcome::decide`]). Only the calls in `only` (request ids), when given. `tools`
+    /// is the cached tool list, whose annotations a trusted server's `tools/call` may be
+    /// re-sent on.
     pub fn settle(&mut self, error: &Error, only: Option<&[u64]>, tools: &[Tool]) {
         let mut in_flight: Vec<u64> = self
             .calls
@@ -364,40 +319,26 @@ impl CallTable {
         in_flight.sort_unstable();
         let mut resend = Vec::new();
         for id in in_flight {
-            let Some(entry) = self.calls.get_mut(&id) else {
+            let Some(entry) = self.calls.get(&id) else {
                 continue;
             };
             let hints = entry.tool().and_then(|name| tool_hints(tools, &name));
-            let verdict =
-                after_disconnect(&entry.method, entry.retry, entry.sends, hints, self.trusted);
-            if verdict == AfterDisconnect::Resend {
-                self.mark_unsent(id);
-                resend.push(id);
-                continue;
+            let fate = outcome::decide(
+                &self.server,
+                &entry.facts(hints, self.trusted),
+                Why::Lost(error),
+            );
+            match fate {
+                Fate::Resend => {
+                    self.mark_unsent(id);
+                    resend.push(id);
+                }
+                Fate::Answer(answer) => {
+                    if let Some(entry) = self.remove(id) {
+                        self.end(entry, Err(answer));
+                    }
+                }
             }
-            let Some(entry) = self.remove(id) else {
-                continue;
-            };
-            let server = self.server.to_string();
-            let outcome = if verdict == AfterDisconnect::OutcomeUnknown {
-                Error::OutcomeUnknown {
-                    server,
-                    method: entry.method.to_string(),
-                    reason: error.without_stderr(),
-                }
-            } else {
-                Error::Unavailable {
-                    server,
-                    reason: format!(
-                        "connection lost while the call was in flight: {}",
-                        error.without_stderr()
-                    ),
-                    attempts: 0,
-                    stderr_tail: error.stderr_tail().to_vec(),
-                }
-            };
-            self.counters.calls_failed += 1;
-            entry.answer(Err(outcome));
         }
         // Re-sent calls go first: they are the oldest.
         for id in resend.into_iter().rev() {
@@ -414,9 +355,237 @@ impl CallTable {
             };
             self.mark_unsent(key);
             if let Some(entry) = self.calls.get_mut(&key) {
-                entry.sends -= 1;
+                entry.sends = entry.sends.saturating_sub(1);
             }
             self.waiting.push_front(key);
+        }
+    }
+
+    /// Call `key`'s deadline passed: its caller is answered now. A written call is also
+    /// cancelled on the server (through `wire`, if the connection is still there), and the
+    /// session is told to check the connection.
+    pub fn expire(
+        &mut self,
+        key: u64,
+        situation: &Situation,
+        wire: Option<&Wire>,
+        now: Instant,
+    ) -> AfterExpire {
+        let Some(entry) = self.remove(key) else {
+            return AfterExpire::Nothing;
+        };
+        let timeout = Error::Timeout {
+            server: self.server.to_string(),
+            method: entry.method.to_string(),
+            timeout: entry.timeout,
+            elapsed: now.saturating_duration_since(entry.started),
+        };
+        if entry.held {
+            // Waiting for the application's answers to the server's questions: the server
+            // holds nothing for it, so there is nothing to cancel or check.
+            self.end(entry, Err(timeout));
+            return AfterExpire::Nothing;
+        }
+        if !entry.sent {
+            self.waiting.retain(|w| *w != key);
+            self.answer_unsent(
+                entry,
+                "its deadline passed before it could be re-sent",
+                situation,
+            );
+            return AfterExpire::Nothing;
+        }
+        let wire_id = entry.wire_id;
+        let method = entry.method.clone();
+        let internal = entry.is_internal();
+        self.end(entry, Err(timeout));
+        tracing::warn!(server = %self.server, method = %method, id = key, "call timed out; cancelling it on the server");
+        if let Some(wire) = wire {
+            wire.cancel(wire_id, "timed out");
+            self.counters.cancellations_sent += 1;
+        }
+        // The session's own check expiring is its own verdict, not a reason for another.
+        if internal {
+            AfterExpire::Nothing
+        } else {
+            AfterExpire::CheckLiveness
+        }
+    }
+
+    /// Ends the calls whose callers stopped waiting for them: a written one is cancelled on the
+    /// server (as a timed-out one is), a waiting one leaves the queue. Returns how many.
+    pub fn sweep_abandoned(&mut self, wire: Option<&Wire>) -> usize {
+        let gone: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.is_abandoned())
+            .map(|(key, _)| *key)
+            .collect();
+        for key in &gone {
+            let Some(entry) = self.remove(*key) else {
+                continue;
+            };
+            self.counters.calls_abandoned += 1;
+            if entry.sent {
+                tracing::debug!(server = %self.server, method = %entry.method, id = key, "the caller is gone; cancelling its call on the server");
+                if let Some(wire) = wire {
+                    wire.cancel(entry.wire_id, "the caller is gone");
+                    self.counters.cancellations_sent += 1;
+                }
+            } else {
+                self.waiting.retain(|w| w != key);
+            }
+            entry.abandon();
+        }
+        gone.len()
+    }
+
+    /// Whether any call in the table is an application's (whose caller may leave).
+    pub fn has_callers(&self) -> bool {
+        self.calls.values().any(|c| !c.is_internal())
+    }
+
+    // ----- answers -----
+
+    /// The server answered request `id` with `result`.
+    pub fn on_response(&mut self, id: &Id, result: impl Into<Payload>) {
+        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
+            Some(key) => self.finish(key, Ok(result.into())),
+            None => self.unknown(id),
+        }
+    }
+
+    fn unknown(&mut self, id: &Id) {
+        self.counters.unknown_responses += 1;
+        tracing::debug!(server = %self.server, id = %server_text(&id.to_string()), "response to no call in flight; ignored");
+    }
+
+    /// The server answered request `id` with `result`, its text as it came. A line taken for a
+    /// response by its fixed parts alone (see [`RawResult::unless_plain`]) answers its call only
+    /// if its result turns into the caller's type, and counts as an answer to nothing only if
+    /// it is one; if the line is not the response it looked like, no call is answered and the
+    /// full parse of the line is handed back, to be routed as what it is.
+    pub fn on_raw_response(&mut self, id: &Id, result: RawResult) -> Option<Reparsed> {
+        let Some(key) = id.as_ours().and_then(|wire_id| self.written(wire_id)) else {
+            if let Some(reparsed) = result.unless_plain() {
+                return Some(reparsed);
+            }
+            self.unknown(id);
+            return None;
+        };
+        if !result.is_line() {
+            self.finish(key, Ok(result.into()));
+            return None;
+        }
+        let entry = self.calls.get_mut(&key)?;
+        match entry.offer(Payload::Raw(result.clone())) {
+            Ok(internal) => {
+                self.remove(key);
+                self.counters.calls_ok += 1;
+                if let Some((internal, payload)) = internal {
+                    self.internal.push((internal, Ok(payload)));
+                }
+                None
+            }
+            Err(error) => match result.unless_plain() {
+                Some(reparsed) => Some(reparsed),
+                None => {
+                    self.finish(key, Err(error));
+                    None
+                }
+            },
+        }
+    }
+
+    /// The server answered request `id` with a JSON-RPC error.
+    pub fn on_error_response(&mut self, id: &Id, error: RpcError) {
+        match id.as_ours().and_then(|wire_id| self.written(wire_id)) {
+            Some(key) => {
+                let method = self
+                    .calls
+                    .get(&key)
+                    .map(|c| c.method.to_string())
+                    .unwrap_or_default();
+                self.finish(key, Err(Error::rpc(&self.server, &method, error)));
+            }
+            None => self.unknown(id),
+        }
+    }
+
+    /// The transport could not deliver written request `wire_id` and reports why.
+    pub fn fail_written(&mut self, wire_id: u64, error: Error) {
+        if let Some(key) = self.written(wire_id) {
+            self.finish(key, Err(error));
+        }
+    }
+
+    /// Routes a `notifications/progress` to its call: the token is our request id (see
+    /// [`CallEntry::open`]). Returns the call's new deadline if progress moved it (later,
+    /// never earlier).
+    pub fn on_progress(&mut self, params: &Value, now: Instant) -> Option<(u64, Instant)> {
+        let token = params.get("progressToken");
+        let id = token.and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()));
+        match id.and_then(|id| Some((id, self.calls.get_mut(&id)?))) {
+            Some((id, entry)) => entry
+                .on_progress(&self.server, params, now)
+                .map(|moved| (id, moved)),
+            None => {
+                tracing::debug!(server = %self.server, token = %server_text(&token.map(ToString::to_string).unwrap_or_default()), "progress for no call in flight");
+                None
+            }
+        }
+    }
+
+    // ----- multi-round-trip requests (2026-07-28) -----
+
+    /// Takes written call `key` off the wire while the application answers the server's input
+    /// requests: neither written nor waiting, it keeps its deadline. Returns the params of the
+    /// request, to build the next round from; `None` if the call is gone, or if this round is
+    /// past `max_rounds` (then the call is answered with an error).
+    pub fn hold_for_input(&mut self, key: u64, max_rounds: u32) -> Option<Option<Value>> {
+        self.mark_unsent(key);
+        let entry = self.calls.get_mut(&key)?;
+        entry.rounds += 1;
+        if entry.rounds > max_rounds {
+            let error = Error::invalid_response(
+                &self.server,
+                &entry.method,
+                format!("the server asked for input more than {max_rounds} times"),
+            );
+            self.finish(key, Err(error));
+            return None;
+        }
+        entry.held = true;
+        Some(entry.params.as_ref().map(Params::to_value))
+    }
+
+    /// Sends held call `key` again with `params` (the next round), under a new id; it waits
+    /// for the connection like any call if the server is not Ready. False if the call is gone
+    /// (its deadline passed meanwhile).
+    pub fn next_round(
+        &mut self,
+        key: u64,
+        params: Value,
+        situation: &Situation,
+        wire: Option<&Wire>,
+    ) -> bool {
+        let Some(entry) = self.calls.get_mut(&key).filter(|c| c.held) else {
+            return false;
+        };
+        entry.params = Some(Params::of_value(&params));
+        if situation.state.is_ready() && wire.is_some() {
+            self.write(key, wire);
+        } else {
+            // Still a round, not a re-send, when it goes out.
+            self.waiting.push_front(key);
+        }
+        true
+    }
+
+    /// Answers call `key` (held or written) with `error` now.
+    pub fn fail_call(&mut self, key: u64, error: Error) {
+        if self.calls.contains_key(&key) {
+            self.finish(key, Err(error));
         }
     }
 }
@@ -433,16 +602,35 @@ fn tool_hints(tools: &[Tool], name: &str) -> Option<ToolHints> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::rc::Rc;
 
     use serde_json::json;
-    use tokio::sync::mpsc;
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::policy::retry::RetryPolicy;
     use crate::protocol::jsonrpc::Id;
-    use crate::transport::Outgoing;
+    use crate::session::testing::{Answer, Recorder};
+    use crate::transport::Link;
+
+    /// A caller's view of a call it started.
+    struct Receipt {
+        id: u64,
+        reply: Rc<Answer>,
+    }
+
+    /// Starts `call` as the session starts a caller's call.
+    fn start(
+        calls: &mut CallTable,
+        call: CallRequest,
+        situation: &Situation,
+        wire: Option<&Wire>,
+        now: Instant,
+    ) -> Result<Receipt, Error> {
+        calls.admit(&call, situation)?;
+        let reply = Rc::new(Answer::default());
+        let id = calls.open(call, Replier::Caller(reply.clone()), situation, wire, now);
+        Ok(Receipt { id, reply })
+    }
 
     fn table(settings: Settings) -> CallTable {
         CallTable::new(Arc::from("demo"), &settings, RequestIds::default())
@@ -462,38 +650,36 @@ mod tests {
     };
 
     /// A connection whose written messages the test reads back.
-    fn wire() -> (Wire, mpsc::UnboundedReceiver<Outgoing>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Wire::legacy(crate::transport::Outbound::channel(tx)), rx)
+    fn wire() -> (Wire, Rc<Recorder>) {
+        let recorder = Rc::new(Recorder::default());
+        (Wire::legacy(recorder.clone() as Rc<dyn Link>), recorder)
     }
 
     /// What was written, as `(method, id)` of each line; `("abandon", id)` for an abandon.
-    fn written(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        while let Ok(item) = rx.try_recv() {
-            out.push(match item {
-                Outgoing::Line(line) | Outgoing::Modern { line, .. } => {
-                    let v: Value = serde_json::from_slice(&line).unwrap();
-                    let id = v.get("id").cloned().unwrap_or(Value::Null);
-                    (v["method"].as_str().unwrap().to_owned(), id)
-                }
-                Outgoing::Abandon(id) => ("abandon".to_owned(), json!(id)),
-            });
-        }
-        out
+    fn written(rx: &mut Rc<Recorder>) -> Vec<(String, Value)> {
+        rx.drain()
+            .into_iter()
+            .map(|v| match v.get("abandon") {
+                Some(id) => ("abandon".to_owned(), id.clone()),
+                None => (
+                    v["method"].as_str().unwrap().to_owned(),
+                    v.get("id").cloned().unwrap_or(Value::Null),
+                ),
+            })
+            .collect()
     }
 
-    fn method(name: &str) -> Call {
-        Call::new("demo", name, None)
+    fn method(name: &str) -> CallRequest {
+        CallRequest::of_value("demo", name.to_owned(), None)
     }
 
-    fn tool_call(tool: &str) -> Call {
-        Call::new("demo", "tools/call", Some(json!({ "name": tool })))
+    fn tool_call(tool: &str) -> CallRequest {
+        CallRequest::of_value("demo", "tools/call", Some(&json!({ "name": tool })))
     }
 
     /// The answer a receipt holds, if any yet.
     fn answer(receipt: &mut Receipt) -> Option<Result<Value, Error>> {
-        receipt.rx.try_recv().ok()
+        receipt.reply.take()
     }
 
     fn error_kind(receipt: &mut Receipt) -> Option<ErrorKind> {
@@ -508,22 +694,27 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, mut rx) = wire();
         let now = Instant::now();
-        let first = calls
-            .start(
-                method("tools/list"),
-                &at(&ServerState::Ready),
-                Some(&out),
-                now,
-            )
-            .unwrap();
+        let first = start(
+            &mut calls,
+            method("tools/list"),
+            &at(&ServerState::Ready),
+            Some(&out),
+            now,
+        )
+        .unwrap();
         assert_eq!(
             written(&mut rx),
             [("tools/list".to_owned(), json!(first.id))]
         );
 
-        let second = calls
-            .start(method("prompts/list"), &at(&RECONNECTING), None, now)
-            .unwrap();
+        let second = start(
+            &mut calls,
+            method("prompts/list"),
+            &at(&RECONNECTING),
+            None,
+            now,
+        )
+        .unwrap();
         assert_eq!(second.id, first.id + 1);
         assert!(written(&mut rx).is_empty());
         calls.flush(&at(&ServerState::Ready), Some(&out));
@@ -540,14 +731,14 @@ mod tests {
         let handshake = [ids.next(), ids.next()]; // initialize, tools/list
         let mut calls = CallTable::new(Arc::from("demo"), &Settings::default(), ids.clone());
         let (out, mut rx) = wire();
-        let mut receipt = calls
-            .start(
-                method("ping"),
-                &at(&ServerState::Ready),
-                Some(&out),
-                Instant::now(),
-            )
-            .unwrap();
+        let mut receipt = start(
+            &mut calls,
+            method("ping"),
+            &at(&ServerState::Ready),
+            Some(&out),
+            Instant::now(),
+        )
+        .unwrap();
         assert!(!handshake.contains(&receipt.id));
         assert_eq!(written(&mut rx), [("ping".to_owned(), json!(receipt.id))]);
         // A late duplicate of a handshake answer finds no call.
@@ -566,12 +757,22 @@ mod tests {
         let (out, mut rx) = wire();
         let ready = ServerState::Ready;
         let now = Instant::now();
-        let mut list = calls
-            .start(method("tools/list"), &at(&ready), Some(&out), now)
-            .unwrap();
-        let mut run = calls
-            .start(tool_call("counter"), &at(&ready), Some(&out), now)
-            .unwrap();
+        let mut list = start(
+            &mut calls,
+            method("tools/list"),
+            &at(&ready),
+            Some(&out),
+            now,
+        )
+        .unwrap();
+        let mut run = start(
+            &mut calls,
+            tool_call("counter"),
+            &at(&ready),
+            Some(&out),
+            now,
+        )
+        .unwrap();
         assert_eq!(written(&mut rx).len(), 2);
 
         let lost = Error::connection("demo", "the server closed its stdout");
@@ -618,14 +819,14 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, _rx) = wire();
         let ready = ServerState::Ready;
-        let mut list = calls
-            .start(
-                method("tools/list"),
-                &at(&ready),
-                Some(&out),
-                Instant::now(),
-            )
-            .unwrap();
+        let mut list = start(
+            &mut calls,
+            method("tools/list"),
+            &at(&ready),
+            Some(&out),
+            Instant::now(),
+        )
+        .unwrap();
         let lost = Error::connection("demo", "gone");
         calls.settle(&lost, None, &[]);
         calls.flush(&at(&ready), Some(&out));
@@ -639,12 +840,8 @@ mod tests {
         let (out, _rx) = wire();
         let ready = ServerState::Ready;
         let now = Instant::now();
-        let mut hit = calls
-            .start(tool_call("a"), &at(&ready), Some(&out), now)
-            .unwrap();
-        let mut kept = calls
-            .start(tool_call("b"), &at(&ready), Some(&out), now)
-            .unwrap();
+        let mut hit = start(&mut calls, tool_call("a"), &at(&ready), Some(&out), now).unwrap();
+        let mut kept = start(&mut calls, tool_call("b"), &at(&ready), Some(&out), now).unwrap();
         calls.settle(
             &Error::connection("demo", "stream cut"),
             Some(&[hit.id]),
@@ -661,9 +858,14 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, mut rx) = wire();
         let now = Instant::now();
-        let mut call = calls
-            .start(tool_call("counter"), &at(&RECONNECTING), None, now)
-            .unwrap();
+        let mut call = start(
+            &mut calls,
+            tool_call("counter"),
+            &at(&RECONNECTING),
+            None,
+            now,
+        )
+        .unwrap();
         let last = Error::connection("demo", "the server closed its stdout");
         let situation = Situation {
             state: &RECONNECTING,
@@ -671,7 +873,7 @@ mod tests {
             last_error: Some(&last),
         };
         assert_eq!(
-            calls.expire(call.id, &situation, Some(&out)),
+            calls.expire(call.id, &situation, Some(&out), Instant::now()),
             AfterExpire::Nothing
         );
         match answer(&mut call) {
@@ -700,12 +902,17 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, mut rx) = wire();
         let ready = ServerState::Ready;
-        let mut call = calls
-            .start(tool_call("hang"), &at(&ready), Some(&out), Instant::now())
-            .unwrap();
+        let mut call = start(
+            &mut calls,
+            tool_call("hang"),
+            &at(&ready),
+            Some(&out),
+            Instant::now(),
+        )
+        .unwrap();
         written(&mut rx);
         assert_eq!(
-            calls.expire(call.id, &at(&ready), Some(&out)),
+            calls.expire(call.id, &at(&ready), Some(&out), Instant::now()),
             AfterExpire::CheckLiveness
         );
         assert_eq!(error_kind(&mut call), Some(ErrorKind::Timeout));
@@ -720,7 +927,7 @@ mod tests {
         assert_eq!(calls.counters().cancellations_sent, 1);
         // Already answered: a second expiry and a late reply change nothing.
         assert_eq!(
-            calls.expire(call.id, &at(&ready), Some(&out)),
+            calls.expire(call.id, &at(&ready), Some(&out), Instant::now()),
             AfterExpire::Nothing
         );
         calls.on_response(&Id::Number(call.id as i64), json!({}));
@@ -734,15 +941,9 @@ mod tests {
         let (out, mut rx) = wire();
         let ready = ServerState::Ready;
         let now = Instant::now();
-        let a = calls
-            .start(tool_call("a"), &at(&ready), Some(&out), now)
-            .unwrap();
-        let b = calls
-            .start(tool_call("b"), &at(&ready), Some(&out), now)
-            .unwrap();
-        let c = calls
-            .start(tool_call("c"), &at(&RECONNECTING), None, now)
-            .unwrap();
+        let a = start(&mut calls, tool_call("a"), &at(&ready), Some(&out), now).unwrap();
+        let b = start(&mut calls, tool_call("b"), &at(&ready), Some(&out), now).unwrap();
+        let c = start(&mut calls, tool_call("c"), &at(&RECONNECTING), None, now).unwrap();
         written(&mut rx);
 
         calls.unsend(&[a.id, b.id]);
@@ -766,18 +967,14 @@ mod tests {
         let (out, _rx) = wire();
         let ready = ServerState::Ready;
         let now = Instant::now();
-        let first = calls
-            .start(method("ping"), &at(&ready), Some(&out), now)
-            .unwrap();
-        match calls.start(method("ping"), &at(&ready), Some(&out), now) {
+        let first = start(&mut calls, method("ping"), &at(&ready), Some(&out), now).unwrap();
+        match start(&mut calls, method("ping"), &at(&ready), Some(&out), now) {
             Err(Error::Overloaded { limit, .. }) => assert_eq!(limit, 1),
             Err(e) => panic!("expected overloaded, got {e:?}"),
             Ok(_) => panic!("expected overloaded, got a call"),
         }
         calls.on_response(&Id::Number(first.id as i64), json!({}));
-        assert!(calls
-            .start(method("ping"), &at(&ready), Some(&out), now)
-            .is_ok());
+        assert!(start(&mut calls, method("ping"), &at(&ready), Some(&out), now).is_ok());
     }
 
     #[test]
@@ -790,16 +987,23 @@ mod tests {
         };
         let kind = |r: Result<Receipt, Error>| r.err().map(|e| e.kind());
         assert_eq!(
-            kind(calls.start(method("ping"), &at(&failed), None, now)),
+            kind(start(&mut calls, method("ping"), &at(&failed), None, now)),
             Some(ErrorKind::Unavailable)
         );
         assert_eq!(
-            kind(calls.start(method("ping"), &at(&ServerState::Stopped), None, now)),
+            kind(start(
+                &mut calls,
+                method("ping"),
+                &at(&ServerState::Stopped),
+                None,
+                now
+            )),
             Some(ErrorKind::Stopped)
         );
         assert_eq!(
-            kind(calls.start(
-                Call::new("other", "ping", None),
+            kind(start(
+                &mut calls,
+                CallRequest::of_value("other", "ping", None),
                 &at(&ServerState::Ready),
                 None,
                 now
@@ -814,12 +1018,15 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, _rx) = wire();
         let now = Instant::now();
-        let mut sent = calls
-            .start(tool_call("a"), &at(&ServerState::Ready), Some(&out), now)
-            .unwrap();
-        let mut queued = calls
-            .start(tool_call("b"), &at(&RECONNECTING), None, now)
-            .unwrap();
+        let mut sent = start(
+            &mut calls,
+            tool_call("a"),
+            &at(&ServerState::Ready),
+            Some(&out),
+            now,
+        )
+        .unwrap();
+        let mut queued = start(&mut calls, tool_call("b"), &at(&RECONNECTING), None, now).unwrap();
         calls.fail_all_stopped(&at(&ServerState::Stopped));
         assert_eq!(error_kind(&mut sent), Some(ErrorKind::OutcomeUnknown));
         assert_eq!(error_kind(&mut queued), Some(ErrorKind::Stopped));
@@ -831,12 +1038,15 @@ mod tests {
         let mut calls = table(Settings::default());
         let (out, _rx) = wire();
         let now = Instant::now();
-        let mut sent = calls
-            .start(method("ping"), &at(&ServerState::Ready), Some(&out), now)
-            .unwrap();
-        let mut queued = calls
-            .start(method("ping"), &at(&RECONNECTING), None, now)
-            .unwrap();
+        let mut sent = start(
+            &mut calls,
+            method("ping"),
+            &at(&ServerState::Ready),
+            Some(&out),
+            now,
+        )
+        .unwrap();
+        let mut queued = start(&mut calls, method("ping"), &at(&RECONNECTING), None, now).unwrap();
         let failed = ServerState::Failed {
             error: Error::connection("demo", "gave up"),
             revive_at: None,
@@ -845,106 +1055,5 @@ mod tests {
         assert_eq!(error_kind(&mut queued), Some(ErrorKind::Unavailable));
         assert!(answer(&mut sent).is_none());
         assert_eq!(calls.counters().calls_failed, 1);
-    }
-
-    #[test]
-    fn progress_carries_our_id_as_token_and_moves_the_deadline_within_the_total() {
-        let mut calls = table(Settings::default());
-        let (out, mut rx) = wire();
-        let now = Instant::now();
-        let call = tool_call("slow")
-            .timeout(Duration::from_secs(10))
-            .reset_timeout_on_progress(Duration::from_secs(15))
-            .retry(RetryPolicy::Never);
-        let receipt = calls
-            .start(call, &at(&ServerState::Ready), Some(&out), now)
-            .unwrap();
-        let Ok(Outgoing::Line(line)) = rx.try_recv() else {
-            panic!("the call was not written")
-        };
-        let sent: Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(sent["params"]["_meta"]["progressToken"], json!(receipt.id));
-        assert_eq!(receipt.deadline, now + Duration::from_secs(10));
-
-        let token = receipt.id.to_string(); // a string token is ours too
-        calls.on_progress(
-            &json!({ "progressToken": token, "progress": 1 }),
-            now + Duration::from_secs(2),
-        );
-        assert_eq!(
-            calls.deadline_of(receipt.id),
-            Some(now + Duration::from_secs(12))
-        );
-        calls.on_progress(
-            &json!({ "progressToken": receipt.id, "progress": 2 }),
-            now + Duration::from_secs(8),
-        );
-        assert_eq!(
-            calls.deadline_of(receipt.id),
-            Some(now + Duration::from_secs(15))
-        );
-        // The one timer finds the moved deadline: nothing is due at the first one.
-        assert_eq!(calls.next_deadline(), Some(now + Duration::from_secs(15)));
-        let ready = ServerState::Ready;
-        let due = calls.expire_due(now + Duration::from_secs(10), &at(&ready), Some(&out));
-        assert_eq!(due, AfterExpire::Nothing);
-        assert_eq!(calls.len(), 1);
-    }
-
-    #[test]
-    fn one_deadline_structure_expires_exactly_the_calls_that_are_due() {
-        let mut calls = table(Settings::default());
-        let (out, mut rx) = wire();
-        let ready = ServerState::Ready;
-        let now = Instant::now();
-        let secs = Duration::from_secs;
-        let start = |calls: &mut CallTable, timeout| {
-            calls
-                .start(
-                    method("tools/list").timeout(timeout),
-                    &at(&ready),
-                    Some(&out),
-                    now,
-                )
-                .unwrap()
-        };
-        let mut late = start(&mut calls, secs(30));
-        let mut soon = start(&mut calls, secs(5));
-        let mut answered = start(&mut calls, secs(1));
-        calls.on_response(&Id::Number(answered.id as i64), json!({}));
-        assert!(answer(&mut answered).unwrap().is_ok());
-        written(&mut rx);
-        // The answered call's deadline is stale: the earliest is the 5 s one.
-        assert_eq!(calls.next_deadline(), Some(now + secs(5)));
-        assert_eq!(
-            calls.expire_due(now + secs(4), &at(&ready), Some(&out)),
-            AfterExpire::Nothing
-        );
-        assert!(answer(&mut soon).is_none());
-        assert_eq!(
-            calls.expire_due(now + secs(5), &at(&ready), Some(&out)),
-            AfterExpire::CheckLiveness
-        );
-        assert_eq!(error_kind(&mut soon), Some(ErrorKind::Timeout));
-        assert!(answer(&mut late).is_none());
-        assert_eq!(calls.next_deadline(), Some(now + secs(30)));
-        assert_eq!(calls.len(), 1);
-    }
-
-    #[test]
-    fn the_deadline_structure_stays_bounded_by_the_calls_in_it() {
-        let mut calls = table(Settings::default());
-        let (out, _rx) = wire();
-        let ready = ServerState::Ready;
-        let now = Instant::now();
-        for _ in 0..10_000 {
-            let receipt = calls
-                .start(method("ping"), &at(&ready), Some(&out), now)
-                .unwrap();
-            calls.on_response(&Id::Number(receipt.id as i64), json!({}));
-        }
-        assert_eq!(calls.len(), 0);
-        assert!(calls.deadlines.len() <= 65, "{}", calls.deadlines.len());
-        assert_eq!(calls.next_deadline(), None);
     }
 }

@@ -1,21 +1,21 @@
-//! A call's request as the actor takes it: its params serialized once, into the JSON text that
-//! goes on the wire, and kept as that text (not a `Value`) for a re-send after a lost
-//! connection or the next round of a multi-round-trip request.
+//! A call's request as the session takes it: its params serialized once, into the JSON text
+//! that goes on the wire, and kept as that text (not a `Value`) for a re-send after a lost
+//! connection or the next round of a multi-round-trip request; and the caller's options.
 //!
 //! A typed call serializes straight from its fields (a [`CallTool`](crate::CallTool)'s name and
-//! arguments, without a `Value` built around them); an untyped [`Call`] from its `Value`, which
-//! goes with it. Only the rare paths read the text back (a progress token put in, the rounds
-//! of 2026-07-28, the headers of a modern HTTP request).
+//! arguments, without a `Value` built around them); an untyped [`Call`](crate::Call) from its
+//! `Value`, which goes with it. Only the rare paths read the text back (a progress token put
+//! in, the rounds of 2026-07-28, the headers of a modern HTTP request).
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::actor::messages::{Call, CallOptions};
+use crate::policy::retry::RetryPolicy;
 
 /// A call on its way into the call table.
-#[derive(Debug)]
 pub(crate) struct CallRequest {
     /// Server name.
     pub server: String,
@@ -25,19 +25,60 @@ pub(crate) struct CallRequest {
     /// For `tools/call`, the tool's name when the call came with it apart (a typed call):
     /// otherwise it is read from the params, on the paths that need it.
     pub tool: Option<String>,
-    pub options: CallOptions,
+    pub options: RequestOptions,
 }
 
-impl From<Call> for CallRequest {
-    fn from(call: Call) -> Self {
+impl CallRequest {
+    /// A request of `method` with `params` (as a `Value`) and default options: the session's
+    /// own calls, and untyped ones.
+    pub fn of_value(
+        server: impl Into<String>,
+        method: impl Into<Cow<'static, str>>,
+        params: Option<&Value>,
+    ) -> Self {
         CallRequest {
-            server: call.server,
-            method: Cow::Owned(call.method),
-            params: call.params.as_ref().map(Params::of_value),
+            server: server.into(),
+            method: method.into(),
+            params: params.map(Params::of_value),
             tool: None,
-            options: call.options,
+            options: RequestOptions::default(),
         }
     }
+}
+
+/// What the caller asked of its call beyond the request: the session's view of
+/// [`CallOptions`](crate::CallOptions), with the actor's progress recipient behind
+/// [`ProgressSink`].
+pub(crate) struct RequestOptions {
+    /// The server's `call_timeout` when `None`.
+    pub timeout: Option<Duration>,
+    pub retry: RetryPolicy,
+    /// Where `notifications/progress` for this call go.
+    pub progress: Option<Box<dyn ProgressSink>>,
+    /// With progress: each notification restarts the timeout, within this total.
+    pub reset_timeout_on_progress: Option<Duration>,
+    /// The parent of the call's `mcp.call` span.
+    pub parent: tracing::Span,
+}
+
+impl Default for RequestOptions {
+    /// The server's timeout, the default retry policy, no progress, no parent span.
+    fn default() -> Self {
+        RequestOptions {
+            timeout: None,
+            retry: RetryPolicy::default(),
+            progress: None,
+            reset_timeout_on_progress: None,
+            parent: tracing::Span::none(),
+        }
+    }
+}
+
+/// Where a call's progress notifications go (the application's `Recipient<Progress>`, in the
+/// actor).
+pub(crate) trait ProgressSink {
+    /// One `notifications/progress` for the call, from `server`.
+    fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>);
 }
 
 /// Room for the params of a typical call at once: a buffer that grows while it is written costs

@@ -1,31 +1,32 @@
-//! A live connection as requests are written to it: the transport's [`Outbound`], shaped by the
-//! era the connection speaks. The call table and the handshake write through a `Wire`, and so
-//! stay blind to the era: in the session era a request goes out as it is; in the stateless
+//! A live connection as requests are written to it: the transport's [`Link`], shaped by the
+//! era the connection speaks. This is the era's room on the way out: the call table and the
+//! handshake write through a `Wire`, and so stay blind to the era: in the session era a request goes out as it is; in the stateless
 //! 2026-07-28 revision it carries the per-request `_meta` and, over HTTP, its headers
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, the tool's `Mcp-Param-*`), a `ping`
 //! (which the revision removed) is asked as `server/discover`, and a timed-out request is
 //! cancelled by closing its stream rather than by `notifications/cancelled`.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use rmcp::model::Tool;
 use serde_json::{json, Value};
 
-use crate::actor::request::Params;
 use crate::protocol::era::Era;
 use crate::protocol::headers::{self, ParamBinding};
 use crate::protocol::jsonrpc;
 use crate::protocol::meta::RequestMeta;
 use crate::protocol::text::server_text;
-use crate::transport::Outbound;
+use crate::session::request::Params;
+use crate::transport::Link;
 
 /// The header of the protocol version, on every modern HTTP request.
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
 
 /// A connection's outbound side, shaped by its era.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Wire {
-    outbound: Outbound,
+    link: Rc<dyn Link>,
     modern: Option<Modern>,
 }
 
@@ -40,18 +41,15 @@ struct Modern {
 
 impl Wire {
     /// A connection of the session era: requests go out as they are.
-    pub fn legacy(outbound: Outbound) -> Self {
-        Wire {
-            outbound,
-            modern: None,
-        }
+    pub fn legacy(link: Rc<dyn Link>) -> Self {
+        Wire { link, modern: None }
     }
 
     /// A connection of the 2026-07-28 revision whose requests carry `meta`; `http`: with the
     /// revision's headers.
-    pub fn modern(outbound: Outbound, meta: RequestMeta, http: bool) -> Self {
+    pub fn modern(link: Rc<dyn Link>, meta: RequestMeta, http: bool) -> Self {
         Wire {
-            outbound,
+            link,
             modern: Some(Modern {
                 meta,
                 http,
@@ -69,10 +67,15 @@ impl Wire {
         }
     }
 
-    /// The transport's outbound side, for what is not a request of ours (answers to the
-    /// server's requests, notifications).
-    pub fn outbound(&self) -> &Outbound {
-        &self.outbound
+    /// Whether requests go over HTTP with the revision's headers (a modern HTTP connection).
+    pub fn is_modern_http(&self) -> bool {
+        self.modern.as_ref().is_some_and(|m| m.http)
+    }
+
+    /// The transport's link, for what is not a request of ours (answers to the server's
+    /// requests, notifications).
+    pub fn link(&self) -> &Rc<dyn Link> {
+        &self.link
     }
 
     /// Writes request `id` with `params` as JSON text; false if the connection is already
@@ -80,7 +83,7 @@ impl Wire {
     pub fn request(&self, id: u64, method: &str, params: Option<&Params>) -> bool {
         let Some(modern) = &self.modern else {
             // Straight into the transport's buffer, where it has one (stdio).
-            return self.outbound.send_with(|out| match params {
+            return self.link.send_with(&mut |out| match params {
                 Some(params) => jsonrpc::write_request(out, id, method, &[params.json()]),
                 None => jsonrpc::write_request(out, id, method, &[]),
             });
@@ -109,14 +112,14 @@ impl Wire {
                     b"}",
                 ];
                 return self
-                    .outbound
-                    .send_with(|out| jsonrpc::write_request(out, id, method, &pieces));
+                    .link
+                    .send_with(&mut |out| jsonrpc::write_request(out, id, method, &pieces));
             }
         }
         let params = modern.meta.apply(params.map(Params::to_value));
         let line = jsonrpc::request_line(id, method, Some(&params));
         if !modern.http {
-            return self.outbound.send(line);
+            return self.link.send(line);
         }
         let mut out = Vec::with_capacity(4);
         out.push((VERSION_HEADER.to_owned(), modern.meta.version().to_owned()));
@@ -129,7 +132,7 @@ impl Wire {
                 out.extend(headers::param_headers(bindings, params.get("arguments")));
             }
         }
-        self.outbound.send_modern(line, out)
+        self.link.send_modern(line, out)
     }
 
     /// [`Wire::request`] with params as a `Value` (the handshake's, the listen stream's).
@@ -141,15 +144,14 @@ impl Wire {
     /// closes its response stream, which is how the 2026-07-28 revision cancels), and, except
     /// for a modern HTTP request, the server is told with `notifications/cancelled`.
     pub fn cancel(&self, id: u64, reason: &str) {
-        let http_modern = self.modern.as_ref().is_some_and(|m| m.http);
-        if !http_modern {
+        if !self.is_modern_http() {
             let params = json!({ "requestId": id, "reason": reason });
-            self.outbound.send(jsonrpc::notification_line(
+            self.link.send(jsonrpc::notification_line(
                 "notifications/cancelled",
                 Some(&params),
             ));
         }
-        self.outbound.abandon(id);
+        self.link.abandon(id);
     }
 
     /// The tool list as it is to be cached, and kept for mirroring arguments into headers:
@@ -176,14 +178,13 @@ impl Wire {
 
 #[cfg(test)]
 mod tests {
-    use tokio::sync::mpsc;
-
     use super::*;
+    use crate::session::testing::Recorder;
     use crate::transport::Outgoing;
 
-    fn wire_of(make: impl FnOnce(Outbound) -> Wire) -> (Wire, mpsc::UnboundedReceiver<Outgoing>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (make(Outbound::channel(tx)), rx)
+    fn wire_of(make: impl FnOnce(Rc<dyn Link>) -> Wire) -> (Wire, Rc<Recorder>) {
+        let recorder = Rc::new(Recorder::default());
+        (make(recorder.clone()), recorder)
     }
 
     fn meta() -> RequestMeta {
@@ -196,7 +197,7 @@ mod tests {
 
     #[test]
     fn a_legacy_request_goes_out_as_it_is() {
-        let (wire, mut rx) = wire_of(Wire::legacy);
+        let (wire, rx) = wire_of(Wire::legacy);
         assert!(wire.request(3, "tools/list", None));
         let Ok(Outgoing::Line(line)) = rx.try_recv() else {
             panic!("a plain line")
@@ -216,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_modern_stdio_request_carries_its_meta_and_no_headers() {
-        let (wire, mut rx) = wire_of(|o| Wire::modern(o, meta(), false));
+        let (wire, rx) = wire_of(|o| Wire::modern(o, meta(), false));
         wire.request(4, "tools/list", None);
         let Ok(Outgoing::Line(line)) = rx.try_recv() else {
             panic!("a plain line over stdio")
@@ -233,7 +234,7 @@ mod tests {
         );
     }
 
-    fn sent(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> Value {
+    fn sent(rx: &mut Rc<Recorder>) -> Value {
         let Ok(Outgoing::Line(line)) = rx.try_recv() else {
             panic!("a plain line")
         };
@@ -278,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_modern_http_request_carries_headers_and_mirrored_arguments() {
-        let (mut wire, mut rx) = wire_of(|o| Wire::modern(o, meta(), true));
+        let (mut wire, rx) = wire_of(|o| Wire::modern(o, meta(), true));
         let region = json!({"type": "object", "properties": {
             "region": {"type": "string", "x-mcp-header": "Region"}}});
         let bad = json!({"type": "object", "properties": {

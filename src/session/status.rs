@@ -1,4 +1,4 @@
-//! What a status query reports about one server. Answered from the actor's cache, so it is
+//! What a status query reports about one server. Answered from the session's cache, so it is
 //! always quick, also while the server is down or reconnecting.
 
 use std::time::Duration;
@@ -27,8 +27,12 @@ pub struct Counters {
     pub calls_timed_out: u64,
     /// Calls re-sent after a reconnect.
     pub calls_resent: u64,
-    /// `notifications/cancelled` sent for timed-out calls.
+    /// Cancellations sent for calls that timed out or whose caller left
+    /// (`notifications/cancelled`, or a closed response stream over modern HTTP).
     pub cancellations_sent: u64,
+    /// Calls whose caller stopped waiting (dropped its future) before the answer: cancelled on
+    /// the server if they were sent, taken out of the queue if not.
+    pub calls_abandoned: u64,
     /// Successful reconnects after a Ready connection broke.
     pub reconnects: u64,
     /// Lines on stdout that were not JSON-RPC, skipped.

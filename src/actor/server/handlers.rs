@@ -1,0 +1,212 @@
+//! The messages a [`ServerActor`] takes, each handed to its session: the calls, raw and typed,
+//! sent to the actor or forwarded by the [`Supervisor`](crate::Supervisor) ([`Routed`]); the
+//! subscriptions; and the messages that steer the actor itself (status, event subscribers, the
+//! request handler, `Reconnect`, `Shutdown` — which answers only once every process the actor
+//! started is gone, however many are sent — and the test hook `InjectPanic`).
+//!
+//! No call handler spawns a future: the caller's reply channel goes into the call's entry in
+//! the session (see [`reply`](crate::actor::reply)).
+
+use std::rc::Rc;
+
+use actix::prelude::*;
+use serde_json::Value;
+
+use super::{now, InjectPanic, ServerActor};
+use crate::actor::messages::*;
+use crate::actor::reply::{self, CallResponse, Slot};
+use crate::actor::routing::Routed;
+use crate::error::Error;
+use crate::policy::state::ServerState;
+use crate::session::entry::Reply;
+use crate::session::request::CallRequest;
+use crate::session::status::ServerStatus;
+
+impl ServerActor {
+    /// Hands a caller's call to the session, answered on `reply` (at once, if it is refused).
+    fn begin_call(&mut self, call: CallRequest, reply: Rc<dyn Reply>, ctx: &mut Context<Self>) {
+        self.session.call(call, reply, now());
+        self.drive(ctx);
+    }
+
+    fn status(&self) -> ServerStatus {
+        let mut status = self.session.status(now());
+        status.pid = self.live.as_ref().and_then(|l| l.closer.pid());
+        let fanout = self.events.counts();
+        status.counters.events_dropped = fanout.dropped;
+        status.counters.state_changes_coalesced = fanout.coalesced;
+        status
+    }
+}
+
+impl Handler<Call> for ServerActor {
+    type Result = CallResponse<Value>;
+
+    fn handle(&mut self, call: Call, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::raw, "Call");
+        self.begin_call(call.into(), slot.clone(), ctx);
+        CallResponse(slot)
+    }
+}
+
+impl Handler<Routed<Call, Value>> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, routed: Routed<Call, Value>, ctx: &mut Context<Self>) {
+        // A `do_send` through the supervisor has no channel: the call runs all the same.
+        let (call, tx) = routed.into_parts();
+        self.begin_call(call.into(), Slot::to_any(tx, reply::raw, "Call"), ctx);
+    }
+}
+
+macro_rules! typed_handlers {
+    ($($t:ident => $convert:path),*) => {$(
+        impl Handler<$t> for ServerActor {
+            type Result = CallResponse<<$t as TypedCall>::Output>;
+
+            fn handle(&mut self, msg: $t, ctx: &mut Context<Self>) -> Self::Result {
+                let slot = Slot::empty($convert, stringify!($t));
+                self.begin_call(msg.into(), slot.clone(), ctx);
+                CallResponse(slot)
+            }
+        }
+
+        impl Handler<Routed<$t, <$t as TypedCall>::Output>> for ServerActor {
+            type Result = ();
+
+            fn handle(
+                &mut self,
+                routed: Routed<$t, <$t as TypedCall>::Output>,
+                ctx: &mut Context<Self>,
+            ) {
+                let (msg, tx) = routed.into_parts();
+                let slot = Slot::to_any(tx, $convert, stringify!($t));
+                self.begin_call(msg.into(), slot, ctx);
+            }
+        }
+    )*};
+}
+
+// A tool call's result, the one on every hot path, has a parser of its own (see
+// `protocol::tool_result`); the others are parsed by rmcp's own `Deserialize`.
+typed_handlers!(
+    CallTool => reply::tool_result,
+    ListTools => reply::typed,
+    ListResources => reply::typed,
+    ReadResource => reply::typed,
+    ListPrompts => reply::typed,
+    GetPrompt => reply::typed,
+    Ping => reply::typed
+);
+
+impl Handler<Subscribe> for ServerActor {
+    type Result = CallResponse<()>;
+
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::unit, "Subscribe");
+        self.session.subscribe(msg.uri, slot.clone(), now());
+        self.drive(ctx);
+        CallResponse(slot)
+    }
+}
+
+impl Handler<Unsubscribe> for ServerActor {
+    type Result = CallResponse<()>;
+
+    fn handle(&mut self, msg: Unsubscribe, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::unit, "Unsubscribe");
+        self.session.unsubscribe(msg.uri, slot.clone(), now());
+        self.drive(ctx);
+        CallResponse(slot)
+    }
+}
+
+impl Handler<GetStatus> for ServerActor {
+    type Result = Result<Vec<ServerStatus>, Error>;
+
+    fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        match msg.server {
+            Some(name) if name != **self.session.name() => {
+                Err(Error::ServerNotFound { server: name })
+            }
+            _ => Ok(vec![self.status()]),
+        }
+    }
+}
+
+impl Handler<SubscribeEvents> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, SubscribeEvents(recipient): SubscribeEvents, _: &mut Context<Self>) {
+        self.events.subscribe(recipient);
+    }
+}
+
+impl Handler<SetRequestHandler> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetRequestHandler, _: &mut Context<Self>) {
+        self.server_requests = self.server_requests.with_handler(msg.handler);
+        self.session.set_client_capabilities(msg.capabilities);
+    }
+}
+
+impl Handler<Reconnect> for ServerActor {
+    type Result = Result<(), Error>;
+
+    fn handle(&mut self, _: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
+        let done = self.session.reconnect(now());
+        self.drive(ctx);
+        done
+    }
+}
+
+impl Handler<Shutdown> for ServerActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+        let mut stopped = self.stopped.subscribe();
+        if *self.session.state() != ServerState::Stopped {
+            // The first Shutdown stops the server; later ones wait for the same end.
+            if let Some(gone) = &mut self._gone {
+                gone.deliberate = true;
+            }
+            // Calls in flight get their answer now rather than at their deadline.
+            self.session.stop(now());
+            self.drive(ctx);
+            let closing = std::mem::take(&mut self.closing);
+            let reaping = self.reaping.clone();
+            ctx.spawn(
+                async move {
+                    for closed in closing {
+                        let _ = closed.await;
+                    }
+                    // Also the processes of failed attempts and broken connections, which are
+                    // killed in the background.
+                    reaping.idle().await;
+                }
+                .into_actor(self)
+                .map(|_, act, ctx| {
+                    act.stopped.send_replace(true);
+                    ctx.stop();
+                }),
+            );
+        }
+        // Not tied to the actor's context, so that it answers after the actor has stopped;
+        // should the actor die first, the sender's drop ends the wait too.
+        Box::pin(async move {
+            let _ = stopped.wait_for(|done| *done).await;
+        })
+    }
+}
+
+impl Handler<InjectPanic> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: InjectPanic, _: &mut Context<Self>) {
+        panic!(
+            "InjectPanic: a test asked ServerActor `{}` to panic",
+            self.session.name()
+        );
+    }
+}

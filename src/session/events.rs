@@ -1,0 +1,66 @@
+//! What a server's subscribers hear: [`ServerEvent`], the session's news of state changes, tool
+//! lists and the server's notifications. (It is an actix message too; the actor layer says so.)
+
+use serde_json::Value;
+
+use crate::policy::state::ServerState;
+
+/// Something that happened on a server, for [`SubscribeEvents`](crate::SubscribeEvents) recipients.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// The connection state changed.
+    StateChanged {
+        /// Server name.
+        server: String,
+        /// The new state.
+        state: ServerState,
+        /// What happened, for people: `Reconnecting to MCP server (attempt 1/3)…`.
+        message: String,
+    },
+    /// The tool list changed (after `tools/list_changed` or a reconnect).
+    ToolsChanged {
+        /// Server name.
+        server: String,
+        /// Tools that appeared.
+        added: Vec<String>,
+        /// Tools that disappeared.
+        removed: Vec<String>,
+    },
+    /// A subscribed resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// Server name.
+        server: String,
+        /// Its URI.
+        uri: String,
+    },
+    /// A log message from the server (`notifications/message`).
+    Log {
+        /// Server name.
+        server: String,
+        /// Its params: `level`, `logger`, `data`.
+        params: Value,
+    },
+    /// Any other notification.
+    Notification {
+        /// Server name.
+        server: String,
+        /// Method.
+        method: String,
+        /// Params.
+        params: Option<Value>,
+    },
+}
+
+impl ServerEvent {
+    /// The server the event is about.
+    pub fn server(&self) -> &str {
+        match self {
+            ServerEvent::StateChanged { server, .. }
+            | ServerEvent::ToolsChanged { server, .. }
+            | ServerEvent::ResourceUpdated { server, .. }
+            | ServerEvent::Log { server, .. }
+            | ServerEvent::Notification { server, .. } => server,
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Change notifications in the 2026-07-28 revision: one `subscriptions/listen` stream per
+//! connection carries the resource updates the application subscribed to and the server's
+//! tool-list changes, instead of the session era's `resources/subscribe` and GET stream.
+//!
+//! - It is opened once the connection is Ready, with the application's current subscriptions,
+//!   and again after every reconnect or respawn (the revision says a client must: the server
+//!   keeps no state).
+//! - Its filter cannot be changed: a new subscription opens a new listen, and the old one is
+//!   cancelled once the new one is acknowledged; `Subscribe` answers at that acknowledgement.
+//! - A listen the server ends gracefully (its result) is opened again, no sooner than
+//!   [`REOPEN_AFTER`] after the last; one lost by error (its stream broke) is a lost
+//!   connection, as the GET stream's loss is in the session era; `-32601` means the server has
+//!   none, and no more is asked.
+//!
+//! The request is not a call: it lives as long as the connection, outside the call table.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::ServerCapabilities;
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::policy::deadline::saturating_add;
+use crate::protocol::jsonrpc::{codes, Id, RpcError};
+use crate::session::entry::{Payload, Reply};
+use crate::session::wire::Wire;
+
+/// A listen the server ends at once is opened again no sooner than this after the last one.
+pub(crate) const REOPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// The `_meta` key that names the listen a notification belongs to.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What to ask a listen for, if anything: the tool-list changes and the application's
+/// resource subscriptions, as far as the server offers them.
+pub(crate) fn filter(caps: &ServerCapabilities, subscriptions: &BTreeSet<String>) -> Option<Value> {
+    let tools = caps
+        .tools
+        .as_ref()
+        .and_then(|t| t.list_changed)
+        .unwrap_or(false);
+    let resources = caps
+        .resources
+        .as_ref()
+        .and_then(|r| r.subscribe)
+        .unwrap_or(false)
+        && !subscriptions.is_empty();
+    if !tools && !resources {
+        return None;
+    }
+    let mut filter = json!({});
+    if tools {
+        filter["toolsListChanged"] = json!(true);
+    }
+    if resources {
+        filter["resourceSubscriptions"] = json!(subscriptions.iter().collect::<Vec<_>>());
+    }
+    Some(filter)
+}
+
+/// The listen stream of one connection.
+pub(crate) struct Listen {
+    server: Arc<str>,
+    /// The request id of the newest listen.
+    id: u64,
+    opened: Instant,
+    acknowledged: bool,
+    /// The listen this one replaces, cancelled once this one is acknowledged.
+    replaces: Option<u64>,
+    /// `Subscribe`/`Unsubscribe` callers waiting for this listen's acknowledgement.
+    waiting: Vec<Rc<dyn Reply>>,
+}
+
+/// Answers a subscription's caller: its change is in force (or kept for the next connection).
+fn done(server: &str, waiter: Rc<dyn Reply>, outcome: Result<(), Error>) {
+    waiter.answer(server, outcome.map(|()| Payload::Parsed(Value::Null)));
+}
+
+impl Drop for Listen {
+    fn drop(&mut self) {
+        // The connection is gone: the subscriptions are kept, and sent with the next one.
+        for waiter in self.waiting.drain(..) {
+            done(&self.server, waiter, Ok(()));
+        }
+    }
+}
+
+/// What to do after a listen ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Nothing (the replaced one ended, or the server has none).
+    Nothing,
+    /// Open it again at this instant.
+    ReopenAt(Instant),
+}
+
+/// The listen of one connection, if one is open.
+#[derive(Default)]
+pub(crate) struct ListenStream {
+    current: Option<Listen>,
+}
+
+impl ListenStream {
+    /// Opens a listen request `id` with `filter` (replacing the one open, if any); `waiter` is
+    /// answered at its acknowledgement. With no filter, the open one is closed.
+    pub fn open(
+        &mut self,
+        server: &Arc<str>,
+        filter: Option<Value>,
+        waiter: Option<Rc<dyn Reply>>,
+        wire: &Wire,
+        next_id: impl FnOnce() -> u64,
+        now: Instant,
+    ) {
+        let old = self.current.take();
+        let Some(filter) = filter else {
+            // Nothing to listen for any more.
+            if let Some(mut old) = old {
+                wire.cancel(old.id, "no longer needed");
+                for waiter in old.waiting.drain(..).chain(waiter) {
+                    done(server, waiter, Ok(()));
+                }
+            } else if let Some(waiter) = waiter {
+                done(server, waiter, Ok(()));
+            }
+            return;
+        };
+        let id = next_id();
+        wire.request_value(
+            id,
+            "subscriptions/listen",
+            Some(&json!({ "notifications": filter })),
+        );
+        let mut listen = Listen {
+            server: server.clone(),
+            id,
+            opened: now,
+            acknowledged: false,
+            replaces: None,
+            waiting: waiter.into_iter().collect(),
+        };
+        if let Some(mut old) = old {
+            listen.waiting.append(&mut old.waiting);
+            // An acknowledged one keeps delivering until the new one is; an unacknowledged
+            // one is replaced outright.
+            if old.acknowledged {
+                listen.replaces = Some(old.id);
+            } else {
+                wire.cancel(old.id, "replaced");
+            }
+        }
+        self.current = Some(listen);
+    }
+
+    /// `notifications/subscriptions/acknowledged`: the listen it names is in force.
+    pub fn acknowledged(&mut self, params: Option<&Value>, wire: &Wire) {
+        let named = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(SUBSCRIPTION_ID))
+            .and_then(Value::as_u64);
+        let Some(listen) = self.current.as_mut().filter(|l| Some(l.id) == named) else {
+            return;
+        };
+        listen.acknowledged = true;
+        if let Some(old) = listen.replaces.take() {
+            wire.cancel(old, "replaced");
+        }
+        for waiter in listen.waiting.drain(..) {
+            done(&listen.server, waiter, Ok(()));
+        }
+    }
+
+    /// Whether request `id` is a listen (the newest or the one it replaces): its end is not an
+    /// answer for the call table.
+    pub fn is_listen(&self, id: &Id) -> bool {
+        let Some(listen) = &self.current else {
+            return false;
+        };
+        let id = id.as_ours();
+        id == Some(listen.id) || (id.is_some() && id == listen.replaces)
+    }
+
+    /// A listen ended: with its result (gracefully: open it again), or with an error.
+    pub fn ended(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) -> Ended {
+        let Some(listen) = self.current.as_mut() else {
+            return Ended::Nothing;
+        };
+        if id.as_ours() != Some(listen.id) {
+            // The replaced one ended: nothing to do.
+            listen.replaces = None;
+            return Ended::Nothing;
+        }
+        match outcome {
+            Ok(()) => {
+                let at = saturating_add(listen.opened, REOPEN_AFTER).max(now);
+                tracing::debug!(server = %listen.server, wait_ms = at.saturating_duration_since(now).as_millis() as u64, "the server ended the listen stream; opening it again");
+                Ended::ReopenAt(at)
+            }
+            Err(error) => {
+                let unsupported = error.code == codes::METHOD_NOT_FOUND;
+                if !unsupported {
+                    tracing::warn!(server = %listen.server, code = error.code, "the server refused the listen stream: no change notifications until the next connection");
+                }
+                if let Some(mut listen) = self.current.take() {
+                    let refused = Error::rpc(&listen.server, "subscriptions/listen", error);
+                    for waiter in listen.waiting.drain(..) {
+                        let outcome = if unsupported {
+                            Ok(())
+                        } else {
+                            Err(refused.clone())
+                        };
+                        done(&listen.server, waiter, outcome);
+                    }
+                }
+                Ended::Nothing
+            }
+        }
+    }
+
+    /// Whether the requests in `ids` include the current listen: its stream broke.
+    pub fn interrupted(&self, ids: &[u64]) -> bool {
+        self.current.as_ref().is_some_and(|l| ids.contains(&l.id))
+    }
+}

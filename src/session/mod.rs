@@ -1,0 +1,1137 @@
+//! The session core: everything that decides about one server's calls and connection, with no
+//! IO in it — no actix, no tokio, no sockets, no processes. The pattern is quinn-proto's
+//! `Connection`: a plain struct driven by events, which says what to do through commands and
+//! one timer. [`ServerActor`](crate::ServerActor) is its driver: it feeds the session what its
+//! mailbox and its transport bring, carries out the [`Command`]s, keeps one real timer set for
+//! [`Session::poll_timeout`], and calls [`Session::handle_timeout`] when it fires.
+//!
+//! Inputs: a call from a caller ([`Session::call`]), a connection attempt's end
+//! ([`Session::attempt_done`]), what the transport reports ([`Session::transport_event`]: a
+//! frame read, requests refused or lost, the connection closed), the time
+//! ([`Session::handle_timeout`]), the application's answers to a server's questions, and the
+//! steering messages (subscribe, reconnect, stop). Outputs: writes through the connection's
+//! [`Wire`] (a call, not a queued command: see [`Link`](crate::transport::Link)), answers
+//! through each call's [`Reply`], and [`Command`]s for everything that needs IO or the actor.
+//!
+//! Where things are decided, one room each:
+//!
+//! - [`calls`]: the call table — ids, the waiting queue, writing and re-writing, the answers;
+//!   [`entry`]: one call, and where its answer goes; [`request`]: a call's params, serialized
+//!   once;
+//! - [`outcome`]: THE decision for a call that gets no answer from the server: re-send, or
+//!   answer `outcome_unknown`, `unavailable` or `stopped`;
+//! - [`timers`]: the one timer table (call deadlines, retries, the listen stream's reopening,
+//!   the tool-list refresh, the look for callers who left);
+//! - [`wire`]: how a request is shaped for the connection's era (the era on the way out);
+//!   [`era`]: the discovery cache and the era memory (what the next attempt tries);
+//! - [`liveness`]: when a silent server counts as gone; [`listen`]: the 2026-07-28 listen
+//!   stream; [`tools`]: the tool cache and its refresh;
+//! - [`status`] and [`events`]: what status queries and subscribers are told.
+//!
+//! The connection state machine is [`crate::policy::state`] (pure, too); the session feeds it
+//! and carries out its actions.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rmcp::model::Tool;
+use serde_json::{json, Map, Value};
+
+use crate::config::{Settings, Transport};
+use crate::error::{Error, ErrorKind};
+use crate::policy::deadline::saturating_add;
+use crate::policy::retry::RetryPolicy;
+use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
+use crate::protocol::era::{judge_initialize_error, Era};
+use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
+use crate::protocol::lifecycle::Negotiated;
+use crate::protocol::mrtr::{self, InputRequest, Round};
+use crate::protocol::response::Reparsed;
+use crate::protocol::text::server_text;
+use crate::transport::{SkipCounters, TransportEvent};
+
+pub(crate) mod calls;
+pub(crate) mod entry;
+pub(crate) mod era;
+pub(crate) mod events;
+pub(crate) mod listen;
+pub(crate) mod liveness;
+pub(crate) mod outcome;
+pub(crate) mod request;
+pub(crate) mod status;
+pub(crate) mod timers;
+pub(crate) mod tools;
+pub(crate) mod wire;
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
+
+use calls::{AfterExpire, CallTable};
+use entry::{Internal, Payload, Replier, Reply};
+use era::{EraKnowledge, EraPlan};
+use events::ServerEvent;
+use listen::{Ended, ListenStream};
+use liveness::{Liveness, Verdict};
+use outcome::Situation;
+use request::{CallRequest, RequestOptions};
+use status::ServerStatus;
+use timers::{Timer, Timers};
+use tools::ToolCache;
+use wire::Wire;
+
+/// How often the session looks for calls whose callers stopped waiting, while any are in
+/// flight.
+pub(crate) const CALLER_SWEEP: Duration = Duration::from_millis(500);
+
+/// What the driver must do for the session.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Start connection attempt `seq`: spawn the transport and open it (see `actor/connect`),
+    /// then report with [`Session::attempt_done`].
+    Connect { seq: u64, plan: Box<AttemptPlan> },
+    /// Drop the connection (and any attempt under way): politely (stdin closed, session
+    /// deleted) when the server is being stopped, at once otherwise.
+    Disconnect { polite: bool },
+    /// Tell the application's event subscribers.
+    Emit(ServerEvent),
+    /// Fetch the whole tool list with calls through the session, and report with
+    /// [`Session::tools_refreshed`].
+    RefreshTools,
+    /// Answer a request the server sent (session era) through the application's handler, on
+    /// the current connection.
+    AnswerServerRequest {
+        id: Id,
+        method: String,
+        params: Option<Value>,
+    },
+    /// Ask the application's handler what a multi-round-trip result needs, and report with
+    /// [`Session::input_answered`].
+    AskInput(InputAsk),
+}
+
+/// Everything a connection attempt starts from.
+#[derive(Debug, Clone)]
+pub(crate) struct AttemptPlan {
+    /// The attempt's number in the state machine's count, for its span and logs.
+    pub number: u32,
+    pub era: EraPlan,
+    /// The application's resource subscriptions, re-sent by a session-era handshake.
+    pub subscriptions: Vec<String>,
+    pub client_capabilities: Value,
+}
+
+/// A connection an attempt opened, as the session takes it (the driver keeps the IO parts).
+pub(crate) struct Opened {
+    pub wire: Wire,
+    pub negotiated: Negotiated,
+    /// Why this attempt spoke another era than it tried first (the server changed).
+    pub era_note: Option<String>,
+    /// The fresh discovery of the plan was used: nothing was discovered anew.
+    pub reused: bool,
+    /// The server answered a request of the opening with a result (see [`era`]: a connection
+    /// nothing was answered on proves nothing about a discovery).
+    pub answered: bool,
+    pub tools: Vec<Tool>,
+    /// Notifications that arrived during the handshake.
+    pub notifications: Vec<(String, Option<Value>)>,
+    /// The subscriptions the handshake sent.
+    pub subscribed: Vec<String>,
+}
+
+/// The input a multi-round-trip result asks for, and what the next round needs.
+#[derive(Debug)]
+pub(crate) struct InputAsk {
+    pub key: u64,
+    pub method: String,
+    pub requests: Vec<InputRequest>,
+    /// The params of the round just answered.
+    params: Option<Value>,
+    request_state: Option<Value>,
+}
+
+/// The application's answers to an [`InputAsk`].
+#[derive(Debug)]
+pub(crate) enum InputAnswers {
+    /// No request handler is registered.
+    NoHandler,
+    /// Each request's key, method and answer, in order.
+    Answered(Vec<(String, String, Result<Value, RpcError>)>),
+}
+
+/// The connection the session talks through.
+struct Live {
+    /// Which connection attempt made it; events of older ones are ignored.
+    seq: u64,
+    wire: Wire,
+    /// The 2026-07-28 revision's change notifications.
+    listen: ListenStream,
+    /// The server answered one of our requests on it.
+    proven: bool,
+}
+
+/// What the session knows of its server right now, for the errors of calls that cannot be sent.
+fn situation_of<'a>(
+    machine: &'a ConnectionMachine,
+    last_error: &'a Option<Error>,
+) -> Situation<'a> {
+    Situation {
+        state: machine.state(),
+        attempts: machine.attempts(),
+        last_error: last_error.as_ref(),
+    }
+}
+
+/// The session of one server.
+pub(crate) struct Session {
+    name: Arc<str>,
+    settings: Settings,
+    /// `stdio` or `http`, for the status.
+    transport_kind: &'static str,
+    /// Over HTTP, a server behind a URL may be replaced by another (see `refused_for_era`).
+    http: bool,
+    /// Lines on stdout that were not JSON-RPC, shared with the transport, which counts most.
+    skips: Arc<SkipCounters>,
+    machine: ConnectionMachine,
+    rng: StdRng,
+    calls: CallTable,
+    timers: Timers,
+    /// The earliest timer the driver was told of: a new one only matters if it is earlier.
+    told: Option<Instant>,
+    timers_moved: bool,
+    /// The request ids of every connection: the handshake's and the call table's.
+    ids: RequestIds,
+    /// The attempt under way: its number, and whether it was given a discovery to reuse.
+    attempt: Option<(u64, bool)>,
+    attempt_seq: u64,
+    live: Option<Live>,
+    era: EraKnowledge,
+    tools: ToolCache,
+    subscriptions: BTreeSet<String>,
+    liveness: Liveness,
+    /// Successful reconnects after a Ready connection broke.
+    reconnects: u64,
+    last_error: Option<Error>,
+    client_capabilities: Value,
+    commands: VecDeque<Command>,
+}
+
+impl Session {
+    /// The session of server `name` over `transport`, with its settings (overrides applied),
+    /// taking request ids from `ids`; `seed` seeds the backoff's jitter.
+    pub fn new(
+        name: Arc<str>,
+        settings: Settings,
+        transport: &Transport,
+        ids: RequestIds,
+        skips: Arc<SkipCounters>,
+        now: Instant,
+        seed: u64,
+    ) -> Self {
+        Session {
+            transport_kind: transport.kind(),
+            skips,
+            calls: CallTable::new(name.clone(), &settings, ids.clone()),
+            machine: ConnectionMachine::new(MachinePolicy::new(&settings, transport), now),
+            http: matches!(transport, Transport::Http(_)),
+            rng: StdRng::seed_from_u64(seed),
+            timers: Timers::default(),
+            told: None,
+            timers_moved: false,
+            ids,
+            attempt: None,
+            attempt_seq: 0,
+            live: None,
+            era: EraKnowledge::default(),
+            tools: ToolCache::default(),
+            subscriptions: BTreeSet::new(),
+            liveness: Liveness::default(),
+            reconnects: 0,
+            last_error: None,
+            client_capabilities: json!({}),
+            commands: VecDeque::new(),
+            settings,
+            name,
+        }
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The connection state.
+    pub fn state(&self) -> &ServerState {
+        self.machine.state()
+    }
+
+    /// Sets the subscriptions before the first connection (a replacement actor's).
+    pub fn set_subscriptions(&mut self, subscriptions: BTreeSet<String>) {
+        self.subscriptions = subscriptions;
+    }
+
+    /// The client capabilities announced from the next opening on.
+    pub fn set_client_capabilities(&mut self, capabilities: Value) {
+        self.client_capabilities = capabilities;
+    }
+
+    /// The next command to carry out.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// The earliest instant something is due, for the driver's one timer. Also clears
+    /// [`Session::timers_moved`].
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let calls = &self.calls;
+        let next = self
+            .timers
+            .next(|key, at| calls.deadline_of(key) == Some(at));
+        self.told = next;
+        self.timers_moved = false;
+        next
+    }
+
+    /// Whether a timer earlier than the last [`Session::poll_timeout`] was armed since.
+    pub fn timers_moved(&self) -> bool {
+        self.timers_moved
+    }
+
+    fn moved_to(&mut self, at: Instant) {
+        if self.told.is_none_or(|told| at < told) {
+            self.timers_moved = true;
+        }
+    }
+
+    // ----- the state machine and its actions -----
+
+    /// Begins: the first connection attempt.
+    pub fn start(&mut self, now: Instant) {
+        self.feed(Event::Start, now);
+    }
+
+    fn feed(&mut self, event: Event, now: Instant) {
+        let actions = self.machine.on(event, now, &mut self.rng);
+        for action in actions {
+            self.perform(action, now);
+        }
+    }
+
+    fn perform(&mut self, action: Action, now: Instant) {
+        match action {
+            Action::Connect => self.connect(now),
+            Action::ScheduleRetry { after, token } => {
+                let at = saturating_add(now, after);
+                self.timers.retry(at, token);
+                self.moved_to(at);
+            }
+            Action::Disconnect => self.disconnect(),
+            Action::FlushWaiting => {
+                let situation = situation_of(&self.machine, &self.last_error);
+                let wire = self.live.as_ref().map(|l| &l.wire);
+                self.calls.flush(&situation, wire);
+            }
+            Action::FailWaiting => {
+                let situation = situation_of(&self.machine, &self.last_error);
+                self.calls.fail_waiting(&situation);
+            }
+            Action::Announce { message, warn } => self.announce(message, warn),
+        }
+    }
+
+    fn connect(&mut self, now: Instant) {
+        self.attempt_seq += 1;
+        let seq = self.attempt_seq;
+        let era = self.era.plan(now);
+        self.attempt = Some((seq, era.fresh.is_some()));
+        let plan = AttemptPlan {
+            number: self.machine.attempts(),
+            era,
+            subscriptions: self.subscriptions.iter().cloned().collect(),
+            client_capabilities: self.client_capabilities.clone(),
+        };
+        tracing::debug!(server = %self.name, attempt = plan.number, "connecting");
+        self.commands.push_back(Command::Connect {
+            seq,
+            plan: Box::new(plan),
+        });
+    }
+
+    fn disconnect(&mut self) {
+        // An attempt under way is dropped with its half-made connection.
+        self.attempt = None;
+        self.attempt_seq += 1;
+        self.live = None;
+        let polite = *self.machine.state() == ServerState::Stopped;
+        self.commands.push_back(Command::Disconnect { polite });
+    }
+
+    fn announce(&mut self, message: String, warn: bool) {
+        let state = self.machine.state().clone();
+        let attempt = self.machine.attempts();
+        // Subscribers get the message as it is; the log gets it on one line, with the stderr
+        // tail of the error it quotes (always the last error) in a field of its own.
+        let (line, tail) = match &self.last_error {
+            Some(error) => error.split_stderr_tail(&message),
+            None => (message.clone(), &[][..]),
+        };
+        match (warn, tail.is_empty()) {
+            (true, true) => {
+                tracing::warn!(server = %self.name, state = state.name(), attempt, "{line}")
+            }
+            (true, false) => {
+                tracing::warn!(server = %self.name, state = state.name(), attempt, stderr = ?tail, "{line}")
+            }
+            (false, true) => tracing::info!(server = %self.name, state = state.name(), "{line}"),
+            (false, false) => {
+                tracing::info!(server = %self.name, state = state.name(), stderr = ?tail, "{line}")
+            }
+        }
+        crate::telemetry::state_changed(&self.name, state.name());
+        self.emit(ServerEvent::StateChanged {
+            server: self.name.to_string(),
+            state,
+            message,
+        });
+    }
+
+    fn emit(&mut self, event: ServerEvent) {
+        self.commands.push_back(Command::Emit(event));
+    }
+
+    /// Whether attempt `seq` is the one under way (a superseded one's connection is dropped).
+    pub fn is_current_attempt(&self, seq: u64) -> bool {
+        self.attempt.is_some_and(|(current, _)| current == seq)
+    }
+
+    /// Attempt `seq` ended: `opened` a connection, or failed; `learned` is the era it found the
+    /// server speaks, if it found out (also when it failed).
+    pub fn attempt_done(
+        &mut self,
+        seq: u64,
+        opened: Result<Opened, Error>,
+        learned: Option<Era>,
+        now: Instant,
+    ) {
+        let Some((_, used_discovery)) = self.attempt.filter(|(current, _)| *current == seq) else {
+            return; // Superseded.
+        };
+        self.attempt = None;
+        match opened {
+            Ok(opened) => self.opened(seq, opened, now),
+            Err(error) => {
+                // One log line: a stderr tail goes in a field of its own.
+                let tail = error.stderr_tail();
+                if tail.is_empty() {
+                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error, "connection attempt failed");
+                } else {
+                    tracing::warn!(server = %self.name, attempt = self.machine.attempts(), error = %error.without_stderr(), stderr = ?tail, "connection attempt failed");
+                }
+                self.era.attempt_failed(used_discovery, learned);
+                self.last_error = Some(error.clone());
+                self.feed(Event::ConnectFailed(error), now);
+            }
+        }
+        self.act_on_internal(now);
+    }
+
+    fn opened(&mut self, seq: u64, opened: Opened, now: Instant) {
+        let Opened {
+            wire,
+            negotiated,
+            era_note,
+            reused,
+            answered,
+            tools,
+            notifications,
+            subscribed,
+        } = opened;
+        if matches!(self.machine.state(), ServerState::Reconnecting { .. }) {
+            self.reconnects += 1;
+            crate::telemetry::reconnected(&self.name);
+        }
+        if let Some(note) = era_note {
+            // The server changed era: say so where people look.
+            tracing::warn!(server = %self.name, note = %note, "the server changed its protocol era");
+            self.last_error = Some(Error::connection(&self.name, note));
+        }
+        let had_session = self.era.negotiated().is_some();
+        let modern = negotiated.era == Era::Modern;
+        self.era.opened(negotiated, reused, now);
+        if let Some(event) = self.tools.replace(&self.name, tools, had_session) {
+            self.emit(event);
+        }
+        self.live = Some(Live {
+            seq,
+            wire,
+            listen: ListenStream::default(),
+            proven: answered,
+        });
+        self.feed(Event::Connected, now);
+        if modern {
+            self.open_listen(None, now);
+        } else {
+            self.reconcile_subscriptions(subscribed, now);
+        }
+        for (method, params) in notifications {
+            self.on_notification(method, params, now);
+        }
+    }
+
+    fn connection_lost(&mut self, error: Error, now: Instant) {
+        let Some(live) = &self.live else {
+            return;
+        };
+        self.era.connection_lost(live.proven);
+        self.last_error = Some(error.clone());
+        self.calls.settle(&error, None, self.tools.list());
+        self.feed(Event::ConnectionLost(error), now);
+    }
+
+    // ----- calls -----
+
+    /// Takes a caller's call, answered on `reply` (at once, if it is refused). Returns its
+    /// deadline, or `None` if it was answered at once.
+    pub fn call(
+        &mut self,
+        call: CallRequest,
+        reply: Rc<dyn Reply>,
+        now: Instant,
+    ) -> Option<Instant> {
+        let situation = situation_of(&self.machine, &self.last_error);
+        if let Err(e) = self.calls.admit(&call, &situation) {
+            reply.answer(&self.name, Err(e));
+            return None;
+        }
+        let key = self.open_call(call, Replier::Caller(reply), now);
+        let sweep = saturating_add(now, CALLER_SWEEP);
+        if self.timers.caller_sweep(sweep) {
+            self.moved_to(sweep);
+        }
+        self.calls.deadline_of(key)
+    }
+
+    /// Registers a call (admitted, or the session's own) and its deadline.
+    fn open_call(&mut self, call: CallRequest, reply: Replier, now: Instant) -> u64 {
+        let situation = situation_of(&self.machine, &self.last_error);
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        let key = self.calls.open(call, reply, &situation, wire, now);
+        if let Some(deadline) = self.calls.deadline_of(key) {
+            self.arm_deadline(key, deadline);
+        }
+        key
+    }
+
+    fn arm_deadline(&mut self, key: u64, at: Instant) {
+        let calls = &self.calls;
+        self.timers.call(at, key, calls.len(), |k, at| {
+            calls.deadline_of(k) == Some(at)
+        });
+        self.moved_to(at);
+    }
+
+    /// Everything that is due at `now`: expired calls are answered (and a liveness check
+    /// started), retries start, a listen reopens, the tool list is fetched, callers who left
+    /// are let go.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        loop {
+            let calls = &self.calls;
+            let Some(timer) = self
+                .timers
+                .pop_due(now, |key, at| calls.deadline_of(key) == Some(at))
+            else {
+                break;
+            };
+            match timer {
+                Timer::Call(key) => {
+                    let situation = situation_of(&self.machine, &self.last_error);
+                    let wire = self.live.as_ref().map(|l| &l.wire);
+                    if self.calls.expire(key, &situation, wire, now) == AfterExpire::CheckLiveness {
+                        self.check_liveness(now);
+                    }
+                }
+                Timer::Retry(token) => self.feed(Event::RetryTimer { token }, now),
+                Timer::ListenReopen(seq) => {
+                    if self.live.as_ref().is_some_and(|l| l.seq == seq) {
+                        self.open_listen(None, now);
+                    }
+                }
+                Timer::ToolsRefresh => {
+                    if self.tools.start_refresh() {
+                        self.commands.push_back(Command::RefreshTools);
+                    }
+                }
+                Timer::CallerSweep => {
+                    let wire = self.live.as_ref().map(|l| &l.wire);
+                    let gone = self.calls.sweep_abandoned(wire);
+                    if gone > 0 {
+                        tracing::debug!(server = %self.name, calls = gone, "calls abandoned by their callers were let go");
+                    }
+                    if self.calls.has_callers() {
+                        let sweep = saturating_add(now, CALLER_SWEEP);
+                        self.timers.caller_sweep(sweep);
+                        self.moved_to(sweep);
+                    }
+                }
+            }
+            self.act_on_internal(now);
+        }
+    }
+
+    /// After a timeout: is the server alive at all? (see [`liveness`])
+    fn check_liveness(&mut self, now: Instant) {
+        let Some(seq) = self.live.as_ref().map(|l| l.seq) else {
+            return;
+        };
+        if !self.liveness.idle() {
+            return;
+        }
+        let mut call = CallRequest::of_value(self.name.to_string(), "ping", None);
+        call.options = RequestOptions {
+            timeout: Some(self.settings.ping_timeout),
+            retry: RetryPolicy::Never,
+            ..RequestOptions::default()
+        };
+        self.liveness.started(seq);
+        self.open_call(call, Replier::Session(Internal::Liveness { seq }), now);
+    }
+
+    /// Acts on the answers of the session's own calls.
+    fn act_on_internal(&mut self, now: Instant) {
+        loop {
+            let done = self.calls.take_internal();
+            if done.is_empty() {
+                return;
+            }
+            for (internal, outcome) in done {
+                match internal {
+                    Internal::Liveness { .. } => self.liveness_done(outcome, now),
+                    Internal::Subscription { method, uri } => {
+                        if let Err(e) = outcome {
+                            tracing::warn!(server = %self.name, method, uri = %server_text(&uri), error = %e, "subscription change after the handshake failed");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn liveness_done(&mut self, outcome: Result<Payload, Error>, now: Instant) {
+        let answered = match &outcome {
+            Ok(_) => true,
+            // An error answer means the server is alive.
+            Err(e) => e.kind() == ErrorKind::Rpc,
+        };
+        let timed_out = matches!(&outcome, Err(e) if e.kind() == ErrorKind::Timeout);
+        let live = self.live.as_ref().map(|l| l.seq);
+        match self.liveness.finished(answered, timed_out, live) {
+            Verdict::Alive => {
+                tracing::debug!(server = %self.name, "liveness check passed; connection kept")
+            }
+            Verdict::Moot => {}
+            Verdict::Dead => {
+                let modern = self
+                    .live
+                    .as_ref()
+                    .is_some_and(|l| l.wire.era() == Era::Modern);
+                // The wire asks a modern server `server/discover` instead, its revision having
+                // no ping.
+                let check = if modern {
+                    "liveness ping (as server/discover)"
+                } else {
+                    "liveness ping"
+                };
+                let error = Error::connection(
+                    &self.name,
+                    format!(
+                        "{check} got no answer, and nothing else came from the server, within {:?}",
+                        self.settings.ping_timeout
+                    ),
+                );
+                self.connection_lost(error, now);
+            }
+        }
+    }
+
+    // ----- what the transport reports -----
+
+    /// Connection `seq`'s transport reported `event`.
+    pub fn transport_event(&mut self, seq: u64, event: TransportEvent, now: Instant) {
+        if self.live.as_ref().map(|l| l.seq) != Some(seq) {
+            return;
+        }
+        match event {
+            TransportEvent::Message(message) => {
+                self.liveness.saw_life(seq);
+                self.on_message(message, now);
+            }
+            TransportEvent::Rejected(ids) => self.calls.unsend(&ids),
+            TransportEvent::CallFailed { id, error } => {
+                self.liveness.saw_life(seq);
+                self.calls.fail_written(id, error);
+            }
+            TransportEvent::Interrupted { ids, error } => {
+                let listen = self
+                    .live
+                    .as_ref()
+                    .is_some_and(|l| l.listen.interrupted(&ids));
+                if listen {
+                    // The listen stream broke: as the GET stream's loss, the connection's.
+                    self.connection_lost(error, now);
+                } else {
+                    self.calls.settle(&error, Some(&ids), self.tools.list());
+                    self.perform(Action::FlushWaiting, now);
+                }
+            }
+            TransportEvent::Closed(error) => self.connection_lost(error, now),
+        }
+        self.act_on_internal(now);
+    }
+
+    fn on_message(&mut self, message: Inbound, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        match message {
+            // A line taken for a response by its fixed parts alone is confirmed by the parse of
+            // its result into its caller's type (see `CallTable::on_raw_response`); the listen
+            // stream's, which nothing parses, is confirmed here.
+            Inbound::Response { id, result } if live.listen.is_listen(&id) => {
+                match result.unless_plain() {
+                    Some(reparsed) => self.on_reparsed(reparsed, now),
+                    None => self.on_listen_end(&id, Ok(()), now),
+                }
+            }
+            Inbound::Error {
+                id: Some(id),
+                error,
+            } if live.listen.is_listen(&id) => self.on_listen_end(&id, Err(error), now),
+            Inbound::Response { id, result } => {
+                live.proven = true;
+                // A modern result is looked into (does it ask for input?); a legacy one goes
+                // to its caller as it came, parsed there once into what the caller wants.
+                let reparsed = match (live.wire.era() == Era::Modern).then(|| result.to_value()) {
+                    Some(Ok(parsed)) => return self.on_modern_response(&id, parsed),
+                    // Not parsed: the call is answered with why, as any unparsable result,
+                    // unless the line was not the response it looked like.
+                    Some(Err(_)) | None => self.calls.on_raw_response(&id, result),
+                };
+                if let Some(reparsed) = reparsed {
+                    self.on_reparsed(reparsed, now);
+                }
+            }
+            Inbound::Error {
+                id: Some(id),
+                error,
+            } => {
+                if !self.refused_for_era(&id, &error, now) {
+                    self.calls.on_error_response(&id, error)
+                }
+            }
+            Inbound::Error { id: None, error } => {
+                tracing::warn!(server = %self.name, code = error.code, message = %server_text(&error.message), "server reported an error it could not attribute to a request");
+            }
+            Inbound::Request { id, method, params } => {
+                if live.wire.era() == Era::Modern {
+                    // The 2026-07-28 revision asks for input in results, never with requests
+                    // of the server's own.
+                    tracing::debug!(server = %self.name, method = %server_text(&method), "a modern server sent a request; refused");
+                    let error = RpcError::new(
+                        codes::METHOD_NOT_FOUND,
+                        "servers of the 2026-07-28 revision ask for input with input_required results",
+                    );
+                    live.wire
+                        .link()
+                        .send(jsonrpc::response_line(&id, &Err(error)));
+                    return;
+                }
+                self.commands
+                    .push_back(Command::AnswerServerRequest { id, method, params });
+            }
+            Inbound::Notification { method, params } => self.on_notification(method, params, now),
+        }
+    }
+
+    /// A stdio line that looked like a plain response and is not one, routed as the full parse
+    /// makes it out: its messages, or a counted skip.
+    fn on_reparsed(&mut self, reparsed: Reparsed, now: Instant) {
+        match reparsed.parsed {
+            // Parsed member by member: these are what they say they are.
+            Ok(messages) => {
+                for message in messages {
+                    self.on_message(message, now);
+                }
+            }
+            Err(e) => self.skips.skipped_line(&self.name, &e, &reparsed.line),
+        }
+    }
+
+    /// A session-era request over HTTP answered `-32022` with a modern version we speak: the
+    /// server behind the URL was replaced by one that speaks only the 2026-07-28 revision (an
+    /// upgrade, which nothing else may tell: a server that serves the session era statelessly
+    /// has no session to lose and no stream to end). The request was refused unprocessed, so it
+    /// waits for the next connection, like one a lost session refused; this connection is over,
+    /// with the reason, and the next attempt meets the server in its era at once (its handshake
+    /// is refused the same way, which switches it). A stdio server is the process we started
+    /// and cannot have been replaced: its `-32022` is an answer like any other.
+    fn refused_for_era(&mut self, id: &Id, error: &RpcError, now: Instant) -> bool {
+        let legacy_http = self.http
+            && self
+                .live
+                .as_ref()
+                .is_some_and(|l| l.wire.era() == Era::Legacy);
+        let Some(wire_id) = id.as_ours().filter(|_| legacy_http) else {
+            return false;
+        };
+        let Some(version) = judge_initialize_error(error) else {
+            return false;
+        };
+        tracing::warn!(server = %self.name, version = %version, "a request was refused for its protocol era: the server speaks only the modern one now; reconnecting");
+        self.calls.unsend(&[wire_id]);
+        let reason = Error::connection(
+            &self.name,
+            format!("the server no longer speaks the legacy protocol era (it refused a request and speaks {version})"),
+        );
+        self.connection_lost(reason, now);
+        true
+    }
+
+    fn on_notification(&mut self, method: String, params: Option<Value>, now: Instant) {
+        let server = self.name.to_string();
+        match method.as_str() {
+            "notifications/progress" => {
+                let Some(params) = params else { return };
+                if let Some((key, moved)) = self.calls.on_progress(&params, now) {
+                    self.arm_deadline(key, moved);
+                }
+            }
+            "notifications/tools/list_changed" => {
+                if let Some(at) = self.tools.list_changed(now) {
+                    self.timers.tools_refresh(at);
+                    self.moved_to(at);
+                }
+            }
+            "notifications/subscriptions/acknowledged" => {
+                if let Some(live) = self.live.as_mut() {
+                    live.listen.acknowledged(params.as_ref(), &live.wire);
+                }
+            }
+            "notifications/resources/updated" => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str);
+                match uri {
+                    Some(uri) => self.emit(ServerEvent::ResourceUpdated {
+                        server,
+                        uri: uri.to_owned(),
+                    }),
+                    None => {
+                        tracing::warn!(server = %server, "resources/updated without a uri; ignored")
+                    }
+                }
+            }
+            "notifications/message" => {
+                let params = params.unwrap_or(Value::Null);
+                tracing::debug!(server = %server, params = %server_text(&params.to_string()), "server log message");
+                self.emit(ServerEvent::Log { server, params });
+            }
+            _ => self.emit(ServerEvent::Notification {
+                server,
+                method,
+                params,
+            }),
+        }
+    }
+
+    // ----- multi-round-trip requests (2026-07-28) -----
+
+    /// An answer on a modern connection: complete (to the call table), a round of input, or a
+    /// `resultType` we do not know (an invalid response).
+    fn on_modern_response(&mut self, id: &Id, result: Value) {
+        let call = id
+            .as_ours()
+            .and_then(|wire_id| self.calls.written_call(wire_id))
+            .map(|(key, method)| (key, method.to_owned()));
+        let Some((key, method)) = call else {
+            return self.calls.on_response(id, result);
+        };
+        match mrtr::classify(&method, &result) {
+            // A `ping` went out as `server/discover` (the revision has no ping): it answers
+            // that the server is there, which is all a ping's empty result says.
+            Ok(Round::Complete) if method == "ping" => self.calls.on_response(id, json!({})),
+            Ok(Round::Complete) => self.calls.on_response(id, result),
+            Ok(Round::InputRequired {
+                requests,
+                request_state,
+            }) => {
+                let Some(params) = self
+                    .calls
+                    .hold_for_input(key, self.settings.max_input_rounds)
+                else {
+                    return;
+                };
+                self.commands.push_back(Command::AskInput(InputAsk {
+                    key,
+                    method,
+                    requests,
+                    params,
+                    request_state,
+                }));
+            }
+            Err(why) => {
+                let error = Error::invalid_response(&self.name, &method, why);
+                self.calls.fail_call(key, error);
+            }
+        }
+    }
+
+    /// The application answered what [`Command::AskInput`] asked: the call goes out again for
+    /// its next round (or is answered with why it cannot).
+    pub fn input_answered(&mut self, ask: InputAsk, answers: InputAnswers, now: Instant) {
+        let InputAsk {
+            key,
+            method,
+            requests,
+            params,
+            request_state,
+        } = ask;
+        let answers = match answers {
+            InputAnswers::NoHandler => {
+                let asked: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
+                let error = Error::config(
+                    Some(&self.name),
+                    "request_handler",
+                    format!(
+                        "the server asks for input ({}) to answer {method}, and no request handler is registered (SetRequestHandler)",
+                        asked.join(", ")
+                    ),
+                );
+                self.calls.fail_call(key, error);
+                return self.act_on_internal(now);
+            }
+            InputAnswers::Answered(answers) => answers,
+        };
+        let mut responses = Map::new();
+        for (name, asked_for, answer) in answers {
+            match answer {
+                Ok(value) => {
+                    responses.insert(name, value);
+                }
+                Err(rpc) => {
+                    // The application could not answer: the server cannot go on.
+                    let error = Error::rpc(&self.name, &asked_for, rpc);
+                    self.calls.fail_call(key, error);
+                    return self.act_on_internal(now);
+                }
+            }
+        }
+        let next = mrtr::next_round_params(params.as_ref(), responses, request_state.as_ref());
+        let situation = situation_of(&self.machine, &self.last_error);
+        let wire = self.live.as_ref().map(|l| &l.wire);
+        if !self.calls.next_round(key, next, &situation, wire) {
+            tracing::debug!(server = %self.name, method = %method, "a call's deadline passed while its input was asked for");
+        }
+        self.act_on_internal(now);
+    }
+
+    // ----- subscriptions -----
+
+    /// Subscribes to `uri`; `reply` is answered once the server has the subscription (at once
+    /// while it is not Ready: the next handshake or listen sends it).
+    pub fn subscribe(&mut self, uri: String, reply: Rc<dyn Reply>, now: Instant) {
+        self.subscriptions.insert(uri.clone());
+        self.change_subscription("resources/subscribe", uri, reply, now);
+    }
+
+    /// Ends a subscription to `uri`, as [`Session::subscribe`].
+    pub fn unsubscribe(&mut self, uri: String, reply: Rc<dyn Reply>, now: Instant) {
+        if !self.subscriptions.remove(&uri) {
+            return reply.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
+        }
+        self.change_subscription("resources/unsubscribe", uri, reply, now);
+    }
+
+    fn change_subscription(
+        &mut self,
+        method: &'static str,
+        uri: String,
+        reply: Rc<dyn Reply>,
+        now: Instant,
+    ) {
+        if !self.machine.state().is_ready() {
+            // Sent with the next handshake.
+            return reply.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
+        }
+        if self
+            .live
+            .as_ref()
+            .is_some_and(|l| l.wire.era() == Era::Modern)
+        {
+            // The listen's filter is the set: a new listen, answered at its acknowledgement.
+            return self.open_listen(Some(reply), now);
+        }
+        let call =
+            CallRequest::of_value(self.name.to_string(), method, Some(&json!({ "uri": uri })));
+        self.call(call, reply, now);
+    }
+
+    /// Opens a listen with the current filter (replacing the one open, if any); `waiter` is
+    /// answered at its acknowledgement. Nothing to do outside the modern era or while not Ready.
+    fn open_listen(&mut self, waiter: Option<Rc<dyn Reply>>, now: Instant) {
+        let filter = self
+            .era
+            .negotiated()
+            .and_then(|n| listen::filter(&n.capabilities, &self.subscriptions));
+        let ids = &self.ids;
+        let Some(live) = self.live.as_mut().filter(|l| l.wire.era() == Era::Modern) else {
+            if let Some(waiter) = waiter {
+                // Kept; sent with the next connection.
+                waiter.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
+            }
+            return;
+        };
+        live.listen
+            .open(&self.name, filter, waiter, &live.wire, || ids.next(), now);
+    }
+
+    fn on_listen_end(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let seq = live.seq;
+        if let Ended::ReopenAt(at) = live.listen.ended(id, outcome, now) {
+            self.timers.listen_reopen(at, seq);
+            self.moved_to(at);
+        }
+    }
+
+    /// After a handshake that sent `subscribed`: (un)subscribes what the application changed
+    /// while it ran, so that a `Subscribe` made during a connection attempt is not lost.
+    fn reconcile_subscriptions(&mut self, subscribed: Vec<String>, now: Instant) {
+        let can_subscribe = self
+            .era
+            .negotiated()
+            .and_then(|n| n.capabilities.resources.as_ref())
+            .and_then(|r| r.subscribe)
+            .unwrap_or(false);
+        if !can_subscribe {
+            return;
+        }
+        let sent: BTreeSet<String> = subscribed.into_iter().collect();
+        let added: Vec<String> = self.subscriptions.difference(&sent).cloned().collect();
+        let removed: Vec<String> = sent.difference(&self.subscriptions).cloned().collect();
+        let changes = added
+            .into_iter()
+            .map(|uri| ("resources/subscribe", uri))
+            .chain(
+                removed
+                    .into_iter()
+                    .map(|uri| ("resources/unsubscribe", uri)),
+            );
+        for (method, uri) in changes {
+            let call =
+                CallRequest::of_value(self.name.to_string(), method, Some(&json!({ "uri": uri })));
+            self.open_call(
+                call,
+                Replier::Session(Internal::Subscription { method, uri }),
+                now,
+            );
+        }
+    }
+
+    // ----- the tool list -----
+
+    /// The tool list fetched after [`Command::RefreshTools`].
+    pub fn tools_refreshed(&mut self, result: Result<Vec<Tool>, Error>, now: Instant) {
+        match result {
+            Ok(tools) => {
+                if let Some(event) = self.tools.replace(&self.name, tools, true) {
+                    self.emit(event);
+                }
+            }
+            // A server that stopped meanwhile is not news.
+            Err(e) if e.kind() == ErrorKind::Stopped => {}
+            Err(e) => {
+                tracing::warn!(server = %self.name, error = %e.without_stderr(), "refreshing the tool list failed")
+            }
+        }
+        if self.tools.refresh_done() {
+            if let Some(at) = self.tools.list_changed(now) {
+                self.timers.tools_refresh(at);
+                self.moved_to(at);
+            }
+        }
+    }
+
+    // ----- steering -----
+
+    /// The application asked for a reconnect.
+    pub fn reconnect(&mut self, now: Instant) -> Result<(), Error> {
+        match self.machine.state() {
+            ServerState::Stopped => {
+                return Err(Error::Stopped {
+                    server: self.name.to_string(),
+                })
+            }
+            ServerState::Ready => {
+                // The connection is dropped on purpose: its calls are settled like on a crash.
+                let error = Error::connection(&self.name, "reconnect requested");
+                self.calls.settle(&error, None, self.tools.list());
+            }
+            _ => {}
+        }
+        self.feed(Event::Reconnect, now);
+        self.act_on_internal(now);
+        Ok(())
+    }
+
+    /// Stops the server for good: every call still in the table is answered now.
+    pub fn stop(&mut self, now: Instant) {
+        if *self.machine.state() == ServerState::Stopped {
+            return;
+        }
+        self.feed(Event::Stop, now);
+        let situation = situation_of(&self.machine, &self.last_error);
+        self.calls.fail_all_stopped(&situation);
+        self.act_on_internal(now);
+    }
+
+    // ----- what status queries see -----
+
+    /// The status, from what the session knows (the driver adds what only it knows: the
+    /// process id, the transport's and the fan-out's counters).
+    pub fn status(&self, now: Instant) -> ServerStatus {
+        let negotiated = self.era.negotiated();
+        let mut counters = self.calls.counters().clone();
+        counters.reconnects = self.reconnects;
+        counters.skipped_non_json = self.skips.non_json();
+        counters.skipped_oversized = self.skips.oversized();
+        ServerStatus {
+            name: self.name.to_string(),
+            transport: self.transport_kind,
+            state: self.machine.state().clone(),
+            in_state_for: now.saturating_duration_since(self.machine.since()),
+            server_info: negotiated.and_then(|n| n.server_info.clone()),
+            era: negotiated.map(|n| n.era),
+            protocol_version: negotiated.map(|n| n.version.clone()),
+            capabilities: negotiated.map(|n| n.capabilities.clone()),
+            tools: self.tools.list().to_vec(),
+            subscriptions: self.subscriptions.iter().cloned().collect(),
+            counters,
+            last_error: self.last_error.clone(),
+            pid: None,
+            pending_calls: self.calls.len(),
+        }
+    }
+}

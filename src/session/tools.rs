@@ -1,0 +1,108 @@
+//! The cached tool list: replaced after each handshake and after `tools/list_changed`, with the
+//! difference reported as [`ServerEvent::ToolsChanged`]. Its own room because the refresh is a
+//! small protocol of its own: a burst of notifications is gathered into one fetch of all pages
+//! (the driver fetches them as ordinary calls, bounded like the handshake's), one fetch at a
+//! time.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool;
+
+use crate::policy::deadline::saturating_add;
+use crate::protocol::lifecycle;
+use crate::session::events::ServerEvent;
+
+/// How long to gather `tools/list_changed` notifications before fetching the list once.
+pub(crate) const TOOLS_REFRESH_DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Where the refresh of the tool list is. One runs at a time: notifications that arrive while
+/// one runs ask for one more after it, so a flood of them costs two fetches, not one each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Refresh {
+    #[default]
+    Idle,
+    /// Waiting out the debounce.
+    Scheduled,
+    /// Fetching; `again`: a notification came meanwhile.
+    Running { again: bool },
+}
+
+/// The tool list of one server and its refresh.
+#[derive(Debug, Default)]
+pub(crate) struct ToolCache {
+    list: Vec<Tool>,
+    refresh: Refresh,
+}
+
+impl ToolCache {
+    /// The cached list.
+    pub fn list(&self) -> &[Tool] {
+        &self.list
+    }
+
+    /// Replaces the list; the difference is an event when `report` (not on the first
+    /// handshake).
+    pub fn replace(&mut self, server: &str, tools: Vec<Tool>, report: bool) -> Option<ServerEvent> {
+        let (added, removed) = lifecycle::diff_tools(&self.list, &tools);
+        self.list = tools;
+        (report && (!added.is_empty() || !removed.is_empty())).then(|| ServerEvent::ToolsChanged {
+            server: server.to_owned(),
+            added,
+            removed,
+        })
+    }
+
+    /// `tools/list_changed` arrived at `now`: when to fetch, if a timer is to be armed.
+    pub fn list_changed(&mut self, now: Instant) -> Option<Instant> {
+        match self.refresh {
+            Refresh::Idle => {
+                self.refresh = Refresh::Scheduled;
+                Some(saturating_add(now, TOOLS_REFRESH_DEBOUNCE))
+            }
+            Refresh::Scheduled | Refresh::Running { again: true } => None,
+            Refresh::Running { again: false } => {
+                self.refresh = Refresh::Running { again: true };
+                None
+            }
+        }
+    }
+
+    /// The debounce is over: whether to fetch now.
+    pub fn start_refresh(&mut self) -> bool {
+        if self.refresh != Refresh::Scheduled {
+            return false;
+        }
+        self.refresh = Refresh::Running { again: false };
+        true
+    }
+
+    /// The fetch is done: whether another was asked for meanwhile (then it is scheduled as if
+    /// a notification came now).
+    pub fn refresh_done(&mut self) -> bool {
+        let again = self.refresh == Refresh::Running { again: true };
+        self.refresh = Refresh::Idle;
+        again
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_of_notifications_costs_two_fetches_at_most() {
+        let now = Instant::now();
+        let mut tools = ToolCache::default();
+        assert_eq!(tools.list_changed(now), Some(now + TOOLS_REFRESH_DEBOUNCE));
+        assert_eq!(tools.list_changed(now), None, "already scheduled");
+        assert!(tools.start_refresh());
+        assert!(!tools.start_refresh(), "one at a time");
+        for _ in 0..100 {
+            assert_eq!(tools.list_changed(now), None);
+        }
+        assert!(tools.refresh_done(), "one more after it");
+        assert!(tools.list_changed(now).is_some());
+        assert!(tools.start_refresh());
+        assert!(!tools.refresh_done());
+    }
+}
