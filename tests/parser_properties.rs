@@ -1,8 +1,8 @@
 //! Property tests of the pure parsers: however a byte stream is cut into reads, the line codec
 //! and the SSE parser must give what a plain reference model gives for the whole input, and hold
 //! no more than their limit. The models and checks are shared with the fuzz targets
-//! (`fuzz/checks.rs`); the corpus in `fuzz/corpus/` runs here too, so `cargo test` covers what
-//! the fuzzers found.
+//! (`fuzz/checks.rs`); the corpus of every target in `fuzz/corpus/` runs here too, so
+//! `cargo test` covers what the fuzzers found.
 
 #[path = "../fuzz/checks.rs"]
 mod checks;
@@ -138,17 +138,21 @@ fn plain_looking() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
-/// Every file of the fuzz corpus (seeds and whatever a fuzzing run added) through its target.
+/// Every file of the fuzz corpus (seeds and whatever a fuzzing run added) through its target,
+/// and one corpus folder for each target in `checks::TARGETS`, no more.
 #[test]
 fn fuzz_corpus_passes_every_target() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    type Target = fn(&[u8]);
-    let targets: [(&str, Target); 3] = [
-        ("line_codec", fuzz_line_codec),
-        ("sse", fuzz_sse),
-        ("jsonrpc_frame", fuzz_jsonrpc_frame),
-    ];
-    for (name, target) in targets {
+    let mut folders: Vec<String> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|entry| entry.expect("a readable corpus folder").file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    let mut names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
+    names.sort();
+    assert_eq!(folders, names, "fuzz/corpus/ and checks::TARGETS disagree");
+    for (name, target) in TARGETS {
         let dir = root.join(name);
         let mut ran = 0;
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

@@ -1,4 +1,4 @@
-//! Fuzz target: see `fuzz_jsonrpc_frame` in `fuzz/checks.rs` for what it checks.
+//! Fuzz target: see `fuzz_jsonrpc_frame` in `fuzz/checks/jsonrpc_frame.rs` for what it checks.
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -1,4 +1,4 @@
-//! Fuzz target: see `fuzz_line_codec` in `fuzz/checks.rs` for what it checks.
+//! Fuzz target: see `fuzz_line_codec` in `fuzz/checks/line_codec.rs` for what it checks.
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -1,4 +1,4 @@
-//! Fuzz target: see `fuzz_sse` in `fuzz/checks.rs` for what it checks.
+//! Fuzz target: see `fuzz_sse` in `fuzz/checks/sse.rs` for what it checks.
 #![no_main]
 
 #[path = "../checks.rs"]

@@ -28,6 +28,11 @@ impl Challenge {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every parameter kept, in order: (lowercased name, value).
+    pub fn params(&self) -> &[(String, String)] {
+        &self.params
+    }
+
     /// `resource_metadata`: where the Protected Resource Metadata is (RFC 9728 §5.1).
     pub fn resource_metadata(&self) -> Option<&str> {
         self.param("resource_metadata").filter(|v| !v.is_empty())

@@ -33,7 +33,9 @@
 //! - `http`: the bounded HTTP exchanges of all of the above.
 
 mod authorizer;
-pub(crate) mod challenge;
+// Public but hidden for the fuzz target `www_authenticate` (fuzz/): not API.
+#[doc(hidden)]
+pub mod challenge;
 mod discovery;
 pub(crate) mod dpop;
 mod enterprise;

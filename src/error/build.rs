@@ -12,15 +12,18 @@ impl Error {
         self.split_stderr_tail(&self.to_string()).0
     }
 
+    /// An invalid configuration. Its text may quote a configuration file, which is often
+    /// someone else's (a `.vscode/mcp.json` in a cloned repository): escaped and bounded like
+    /// server text.
     pub(crate) fn config(
         server: Option<&str>,
         field: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {
         Error::Config {
-            server: server.map(str::to_owned),
-            field: field.into(),
-            message: message.into(),
+            server: server.map(server_text),
+            field: server_text(&field.into()),
+            message: server_text(&message.into()),
         }
     }
 

@@ -13,7 +13,7 @@ use rmcp::model::{Implementation, ServerCapabilities};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::protocol::era::Era;
+use crate::protocol::era::{named_versions, Era};
 use crate::protocol::lifecycle::Negotiated;
 
 /// The `_meta` key of the server's identity in a modern result.
@@ -25,7 +25,8 @@ pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// What a `server/discover` answer says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Discovered {
-    /// The versions the server speaks, as it listed them.
+    /// The versions the server speaks, as it listed them, escaped and bounded
+    /// ([`named_versions`]).
     pub supported_versions: Vec<String>,
     /// Its capabilities.
     pub capabilities: ServerCapabilities,
@@ -69,9 +70,10 @@ pub fn parse_discover_result(server: &str, result: &Value) -> Result<Discovered,
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("no supportedVersions list"))?
         .iter()
-        .map(|v| v.as_str().map(str::to_owned))
-        .collect::<Option<Vec<_>>>()
+        .map(Value::as_str)
+        .collect::<Option<Vec<&str>>>()
         .ok_or_else(|| invalid("supportedVersions holds something other than strings"))?;
+    let supported_versions = named_versions(supported_versions);
     let capabilities = match object.get("capabilities") {
         None | Some(Value::Null) => ServerCapabilities::default(),
         Some(caps) => serde_json::from_value(caps.clone())
@@ -166,5 +168,21 @@ mod tests {
             let e = parse_discover_result("s", &bad).unwrap_err();
             assert_eq!(e.code(), "invalid_response", "{bad}");
         }
+    }
+
+    /// Found by the fuzz target `discover`: the versions went into log lines and error
+    /// messages raw when none was ours (a `\n` forged a log line), however many there were.
+    #[test]
+    fn the_versions_a_server_names_are_kept_escaped_and_bounded() {
+        let mut listed: Vec<Value> = (0..100)
+            .map(|i| json!(format!("v{i}\n\u{1b}[2J")))
+            .collect();
+        listed[0] = json!("x".repeat(10_000));
+        listed.push(json!("2026-07-28"));
+        let got = parse_discover_result("s", &json!({ "supportedVersions": listed })).unwrap();
+        assert_eq!(got.supported_versions.len(), 17, "the first 16 and ours");
+        assert_eq!(got.supported_versions[1], "v1\\n\\u{1b}[2J");
+        assert!(got.supported_versions[0].len() <= crate::protocol::text::SERVER_TEXT_LIMIT);
+        assert_eq!(got.supported_versions[16], "2026-07-28");
     }
 }

@@ -19,6 +19,8 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::lifecycle;
+use crate::protocol::text::server_text;
 
 /// The modern revisions this client speaks, newest first.
 pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
@@ -141,15 +143,31 @@ pub enum ProbeVerdict {
     Legacy(String),
 }
 
-/// The versions in a `-32022` error's `data.supported`.
+/// The most versions kept from a server's list beyond the ones we speak (see
+/// [`named_versions`]).
+pub const MAX_NAMED_VERSIONS: usize = 16;
+
+/// The versions a server names (`server/discover`'s `supportedVersions`, a `-32022` error's
+/// `data.supported`), as they are kept: they are server text that ends up in log lines and
+/// error messages when none is ours, so each is escaped and bounded ([`server_text`]), and of
+/// a long list only the first [`MAX_NAMED_VERSIONS`] are kept, and every one we speak wherever
+/// it is. A version we speak is plain ASCII, so escaping never changes whether one matches.
+pub fn named_versions<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let ours = |v: &str| {
+        MODERN_VERSIONS.contains(&v) || lifecycle::SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
+    };
+    names
+        .into_iter()
+        .enumerate()
+        .filter(|(i, v)| *i < MAX_NAMED_VERSIONS || ours(v))
+        .map(|(_, v)| server_text(v))
+        .collect()
+}
+
+/// The versions in a `-32022` error's `data.supported`, as [`named_versions`] keeps them.
 pub fn supported_versions(error: &RpcError) -> Option<Vec<String>> {
     let list = error.data.as_ref()?.get("supported")?.as_array()?;
-    Some(
-        list.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-    )
+    Some(named_versions(list.iter().filter_map(Value::as_str)))
 }
 
 /// The newest modern version in `supported` that we speak.
@@ -292,5 +310,17 @@ mod tests {
             Some("2026-07-28")
         );
         assert_eq!(judge_initialize_error(&error(-32602, None)), None);
+    }
+
+    /// A `-32022` error's versions are kept as `server/discover`'s are: escaped and bounded.
+    #[test]
+    fn the_versions_of_an_unsupported_version_error_are_escaped_and_bounded() {
+        let mut listed: Vec<Value> = (0..40).map(|i| json!(format!("v{i}\r"))).collect();
+        listed.push(json!("2025-06-18"));
+        let named = supported_versions(&error(-32022, Some(json!({ "supported": listed }))));
+        let named = named.unwrap();
+        assert_eq!(named.len(), 17, "the first 16 and ours");
+        assert_eq!(named[0], "v0\\r");
+        assert_eq!(named[16], "2025-06-18");
     }
 }

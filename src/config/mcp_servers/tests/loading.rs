@@ -219,3 +219,25 @@ fn hostile_documents_are_bounded() {
     let e = ServerConfig::load_mcp_servers(&big).unwrap_err();
     assert!(config_error(&e).2.contains("larger than"), "{e}");
 }
+
+/// Found by the fuzz target `mcp_servers`: an error quoted the file raw, control characters and
+/// all, so a server name or a `${…}` in someone else's `.vscode/mcp.json` could forge log lines.
+#[test]
+fn errors_quote_the_file_escaped_and_bounded() {
+    let reference = format!("${{{}\u{1b}[2J}}", "A".repeat(5000));
+    let document = serde_json::json!({"mcpServers": {
+        "evil\n2026-12-01T00:00:00Z ERROR forged": {"command": reference},
+    }})
+    .to_string();
+    let loaded = opts().load_json(&document).unwrap();
+    let shown = loaded.invalid[0].to_string();
+    assert!(
+        !shown.contains('\n') && !shown.contains('\u{1b}'),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("evil\\n2026-12-01T00:00:00Z ERROR forged"),
+        "{shown}"
+    );
+    assert!(shown.len() < 2000, "{} bytes", shown.len());
+}
