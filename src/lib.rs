@@ -68,11 +68,14 @@
 //!   our own per-server settings (`own_settings`) and partial loads ([`LoadOptions`]).
 //! - [`auth`]: MCP's OAuth profile for HTTP servers, one concept per file: `secret`
 //!   ([`Secret`](auth::Secret), credentials `Debug` never shows), `challenge`
-//!   (`WWW-Authenticate`), `metadata` (the documents, where they are, their checks),
-//!   `discovery`, `identity` (pre-registered, CIMD, DCR), `grant` (token requests, client
-//!   authentication), `authorizer` (the application's [`Authorizer`](auth::Authorizer), PKCE,
-//!   `state`/`iss`), `flow` (one authorization, scopes), `dpop` (RFC 9449 keys and
-//!   proofs), `enterprise` (the token exchange of enterprise-managed authorization), `store`
+//!   (`WWW-Authenticate`), `trust` (which URLs authorization fetches from and sends to),
+//!   `metadata` (the documents, where they are, their checks), `discovery`, `failure` (why
+//!   no token: not now, refused, or the application must act), `identity` (pre-registered
+//!   and bound to its issuer, CIMD, DCR), `grant` (token requests, client authentication),
+//!   `authorizer` (the application's [`Authorizer`](auth::Authorizer), PKCE, `state`/`iss`),
+//!   `flow` (one authorization, scopes), `sign_in` (the user's part in progress, which
+//!   outlives a connection attempt), `dpop` (RFC 9449 keys and proofs), `enterprise` (the
+//!   token exchange of enterprise-managed authorization), `store`
 //!   and `file_store` (the
 //!   [`TokenStore`](auth::TokenStore)s), `provider` (what the HTTP transport asks for a header
 //!   and tells about a 401/403: refresh, step-up, authorization required) and `http`.

@@ -2,12 +2,15 @@
 //! server it protects (`oauth/server.rs`): the client credentials service, the authorization
 //! code flow through an `Authorizer`, expiry mid-session (one refresh, one re-send), refresh
 //! failure (authorization required, no loop), step-up, a server restart with the token still
-//! valid, and that no secret reaches the logs or any `Debug` output.
+//! valid, and that no secret reaches the logs or any `Debug` output. What discovery trusts is
+//! in `oauth/trust.rs`; failures for now and slow sign-ins in `oauth/resilience.rs`.
 
 mod common;
 mod oauth {
     pub mod headless;
+    mod resilience;
     pub mod server;
+    mod trust;
 }
 
 use std::sync::atomic::Ordering;

@@ -126,9 +126,18 @@ impl Attempt {
     async fn run_within_timeout(self) -> Result<Established, Error> {
         let limit = self.settings.connect_timeout;
         let server = self.server.clone();
-        match tokio::time::timeout(limit, self.establish()).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::connection(
+        // A user signing in is not a server that does not answer: while an OAuth sign-in for
+        // this server is in progress the limit does not run (`authorize_timeout` bounds it).
+        #[cfg(feature = "http")]
+        let finished = {
+            let transport = self.transport.clone();
+            crate::auth::within_connect_timeout(limit, &transport, self.establish()).await
+        };
+        #[cfg(not(feature = "http"))]
+        let finished = tokio::time::timeout(limit, self.establish()).await.ok();
+        match finished {
+            Some(result) => result,
+            None => Err(Error::connection(
                 &server,
                 format!(
                     "no answer to the opening (initialize or server/discover) within {limit:?}"

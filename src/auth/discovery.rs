@@ -9,15 +9,22 @@
 //! one: its authorization server is at its origin (metadata naming an issuer of that origin
 //! is accepted), whose metadata may be absent too, and then `/authorize`, `/token` and
 //! `/register` at the origin are used.
+//!
+//! Every URL is checked by the `trust` rules before it is fetched — the challenge's
+//! `resource_metadata`, the issuer (and so its metadata URLs), every endpoint its metadata
+//! names — and one that is not trusted ends discovery, saying why: nothing else is tried in
+//! its place.
 
 use url::Url;
 
 use super::challenge::Challenge;
+use super::failure::Failure;
 use super::http::get_json;
 use super::metadata::{
     check_resource, check_server, resource_metadata_urls, server_metadata_urls, ResourceMetadata,
     ServerMetadata,
 };
+use super::trust::Trust;
 
 /// What discovery found.
 #[derive(Debug, Clone)]
@@ -39,13 +46,18 @@ pub(crate) async fn discover(
     server: &Url,
     raw: &str,
     challenge: Option<&Challenge>,
-) -> Result<Found, String> {
+) -> Result<Found, Failure> {
+    let trust = Trust::for_server(server);
     let urls = match challenge.and_then(Challenge::resource_metadata) {
-        Some(url) => vec![url.to_owned()],
+        Some(url) => {
+            trust.check_resource_metadata(url)?;
+            vec![url.to_owned()]
+        }
         None => resource_metadata_urls(server),
     };
     let mut resource = None;
     for url in &urls {
+        trust.check("the protected resource metadata", url)?;
         let Some(doc) = get_json(http, url).await? else {
             continue;
         };
@@ -56,11 +68,12 @@ pub(crate) async fn discover(
         break;
     }
     let Some(resource) = resource else {
-        return legacy(http, server, raw).await;
+        return legacy(http, server, raw, &trust).await;
     };
     // Several authorization servers: the first (RFC 9728 §7.6 leaves the choice to us).
     let issuer = resource.authorization_servers[0].clone();
-    let metadata = server_metadata(http, &issuer).await?;
+    trust.check("the authorization server's issuer", &issuer)?;
+    let metadata = server_metadata(http, &issuer, &trust).await?;
     Ok(Found {
         resource: resource.resource,
         issuer,
@@ -72,27 +85,38 @@ pub(crate) async fn discover(
 
 /// The metadata of the authorization server `issuer`, from the first of its well-known URLs
 /// that has it. A document naming another issuer is refused, not skipped.
-async fn server_metadata(http: &awc::Client, issuer: &str) -> Result<ServerMetadata, String> {
+async fn server_metadata(
+    http: &awc::Client,
+    issuer: &str,
+    trust: &Trust,
+) -> Result<ServerMetadata, Failure> {
     for url in server_metadata_urls(issuer)? {
+        trust.check("the authorization server metadata", &url)?;
         let Some(doc) = get_json(http, &url).await? else {
             continue;
         };
         let metadata: ServerMetadata = serde_json::from_value(doc)
             .map_err(|e| format!("the authorization server metadata is invalid: {e}"))?;
-        check_server(issuer, &metadata)?;
+        check_server(issuer, &metadata, trust)?;
         return Ok(metadata);
     }
-    Err(format!(
+    Err(Failure::Needed(format!(
         "no authorization server metadata found for issuer `{issuer}`"
-    ))
+    )))
 }
 
 /// A server without protected resource metadata (MCP 2025-03-26): the authorization server
 /// is at the server's origin.
-async fn legacy(http: &awc::Client, server: &Url, raw: &str) -> Result<Found, String> {
+async fn legacy(
+    http: &awc::Client,
+    server: &Url,
+    raw: &str,
+    trust: &Trust,
+) -> Result<Found, Failure> {
     let origin = server.origin().ascii_serialization();
     let resource = raw.split('#').next().unwrap_or(raw).to_owned();
     let url = format!("{origin}/.well-known/oauth-authorization-server");
+    trust.check("the authorization server metadata", &url)?;
     if let Some(doc) = get_json(http, &url).await? {
         let metadata: ServerMetadata = serde_json::from_value(doc)
             .map_err(|e| format!("the authorization server metadata is invalid: {e}"))?;
@@ -102,7 +126,11 @@ async fn legacy(http: &awc::Client, server: &Url, raw: &str) -> Result<Found, St
         let issuer = metadata.issuer.clone();
         let same_origin =
             url::Url::parse(&issuer).is_ok_and(|u| u.origin().ascii_serialization() == origin);
-        check_server(if same_origin { &issuer } else { &origin }, &metadata)?;
+        check_server(
+            if same_origin { &issuer } else { &origin },
+            &metadata,
+            trust,
+        )?;
         return Ok(Found {
             resource,
             issuer,
@@ -124,7 +152,7 @@ async fn legacy(http: &awc::Client, server: &Url, raw: &str) -> Result<Found, St
         authorization_response_iss_parameter_supported: None,
         dpop_signing_alg_values_supported: None,
     };
-    check_server(&origin, &metadata)?;
+    check_server(&origin, &metadata, trust)?;
     Ok(Found {
         resource,
         issuer: origin,

@@ -7,8 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
-
+use super::failure::Failure;
 use super::http::post_form;
 use super::Secret;
 
@@ -68,9 +67,9 @@ pub(crate) async fn id_jag(
     idp: &EnterpriseIdp,
     issuer: &str,
     resource: &str,
-) -> Result<Secret, String> {
+) -> Result<Secret, Failure> {
     super::require_secure(&idp.token_endpoint)?;
-    let id_token = (idp.id_token)().map_err(|e| format!("no ID token: {e}"))?;
+    let id_token = (idp.id_token)().map_err(|e| Failure::Needed(format!("no ID token: {e}")))?;
     let form = [
         ("grant_type", TOKEN_EXCHANGE),
         ("requested_token_type", ID_JAG),
@@ -81,23 +80,33 @@ pub(crate) async fn id_jag(
         ("client_id", &idp.client_id),
     ];
     let answer = post_form(http, &idp.token_endpoint, &form, None, None).await?;
-    let text = |k: &str| answer.body.get(k).and_then(Value::as_str);
+    let text = |k: &str| answer.text(k);
+    if answer.status >= 500 || answer.status == 429 || answer.body.is_none() {
+        let body = match answer.body {
+            Some(_) => String::new(),
+            None => format!(" and {}, not JSON", answer.described()),
+        };
+        return Err(Failure::NotNow(format!(
+            "the identity provider answered the token exchange with HTTP {}{body}",
+            answer.status
+        )));
+    }
     if let Some(error) = text("error") {
         let description: String = text("error_description")
             .unwrap_or("")
             .chars()
             .take(200)
             .collect();
-        return Err(format!(
+        return Err(Failure::Needed(format!(
             "the identity provider refused the token exchange: HTTP {} {error}: {description}",
             answer.status
-        ));
+        )));
     }
     if !(200..300).contains(&answer.status) {
-        return Err(format!(
+        return Err(Failure::Needed(format!(
             "the identity provider answered the token exchange with HTTP {}",
             answer.status
-        ));
+        )));
     }
     if text("issued_token_type").is_some_and(|t| t != ID_JAG) {
         return Err("the identity provider issued another kind of token than an ID-JAG".into());

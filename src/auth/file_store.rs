@@ -1,10 +1,15 @@
 //! [`FileTokenStore`]: tokens and registrations in a JSON file only its owner can read
 //! (`0600`), for command-line tools such as `mcpctl`, whose tokens must outlive the process.
 //!
-//! Written whole on every change, to a temporary file in the same directory (created `0600`)
-//! that is then renamed over the old one, so that a crash leaves the old file or the new one,
-//! never half of either. Read once when opened. A file that cannot be read or written is
-//! logged (never its contents) and the store goes on in memory.
+//! Written whole on every change, to a temporary file in the same directory that is then
+//! renamed over the old one, so that a crash leaves the old file or the new one, never half of
+//! either. The temporary file is a new one with a random name, created `0600` with `O_EXCL |
+//! O_NOFOLLOW`: nothing already there — a file, or a link planted to make us write the tokens
+//! elsewhere — is ever opened in its place. The directory must be the user's own and closed to
+//! others (no read or write for group or others): one another user can list or write to could
+//! show or swap the file, so such a directory is refused when the store is opened, never
+//! changed behind the user's back. Read once when opened. A file that cannot be read or written
+//! is logged (never its contents) and the store goes on in memory.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -15,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Registration, Secret, TokenStore, Tokens};
+use super::{IssuerBinding, Registration, Secret, TokenStore, Tokens};
 
 /// A [`TokenStore`] in a file readable by its owner only.
 ///
@@ -42,6 +47,9 @@ struct Data {
     tokens: BTreeMap<String, StoredTokens>,
     #[serde(default)]
     registrations: BTreeMap<String, StoredRegistration>,
+    /// Server URL -> the issuer its configured credentials are bound to.
+    #[serde(default)]
+    bindings: BTreeMap<String, StoredBinding>,
 }
 
 // What is in the file: never shown, so no Debug.
@@ -69,6 +77,12 @@ struct StoredTokens {
 }
 
 #[derive(Clone, Serialize, Deserialize)]
+struct StoredBinding {
+    client_id: String,
+    issuer: String,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
 struct StoredRegistration {
     issuer: String,
     client_id: String,
@@ -81,15 +95,20 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 
 impl FileTokenStore {
     /// Opens (or, at the first save, creates) the store at `path`; its directory is created
-    /// `0700` if missing. An unreadable or invalid file is an error, not silently replaced.
+    /// `0700` if missing. An unreadable or invalid file is an error, not silently replaced, and
+    /// so is a directory that is not the user's own or that others may read or write
+    /// (`PermissionDenied`, saying how to fix it).
     pub fn open(path: impl Into<PathBuf>) -> std::io::Result<FileTokenStore> {
         let path = path.into();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-        }
+        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => dir,
+            None => Path::new("."),
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        check_private(dir)?;
         let data = match std::fs::File::open(&path) {
             Ok(file) => {
                 use std::io::Read as _;
@@ -125,18 +144,67 @@ impl FileTokenStore {
     }
 }
 
+/// Group and others may neither list nor change the directory. (Search alone, `--x`, lets
+/// them reach only names they know: the file itself is `0600`. A directory of another user's
+/// that we may enter is group-readable or we are root.)
+fn check_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(dir)?;
+    let refuse = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "the token directory {} {why}: tokens are kept only in a directory others \
+                 cannot read or write",
+                dir.display()
+            ),
+        ))
+    };
+    let mode = meta.mode() & 0o777;
+    if mode & 0o066 != 0 {
+        return refuse(format!(
+            "can be read or written by other users (mode {mode:04o}; `chmod 700` it)"
+        ));
+    }
+    Ok(())
+}
+
+/// Temporary names tried before giving up (another writer's leftovers have other names).
+const TEMP_TRIES: usize = 4;
+
 fn write(path: &Path, data: &Data) -> std::io::Result<()> {
     let text = serde_json::to_vec_pretty(data).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(&text)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let name = path
+        .file_name()
+        .map_or_else(|| "tokens".into(), |n| n.to_string_lossy().into_owned());
+    let mut last = None;
+    for _ in 0..TEMP_TRIES {
+        let tmp = path.with_file_name(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
+        // New, never an existing file, never through a link.
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&tmp);
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                last = Some(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let written = file
+            .write_all(&text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return written;
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary file could be created")))
 }
 
 fn secs(at: SystemTime) -> u64 {
@@ -201,6 +269,22 @@ impl TokenStore for FileTokenStore {
             d.registrations.insert(issuer.to_owned(), stored);
         });
     }
+
+    fn issuer_binding(&self, server_url: &str) -> Option<IssuerBinding> {
+        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let b = data.bindings.get(server_url)?;
+        Some(IssuerBinding::new(b.client_id.clone(), b.issuer.clone()))
+    }
+
+    fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding) {
+        let stored = StoredBinding {
+            client_id: binding.client_id,
+            issuer: binding.issuer,
+        };
+        self.change(|d| {
+            d.bindings.insert(server_url.to_owned(), stored);
+        });
+    }
 }
 
 #[cfg(test)]
@@ -250,5 +334,64 @@ mod tests {
         std::fs::write(&path, "garbage").unwrap();
         assert!(FileTokenStore::open(&path).is_err());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Issue 22, defect 7: a directory others can read or write is refused, saying how to
+    /// fix it, and not changed.
+    #[test]
+    fn a_directory_others_can_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("shared");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = FileTokenStore::open(open.join("tokens.json")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+        assert!(e.to_string().contains("mode 0755"), "{e}");
+        assert!(e.to_string().contains("chmod 700"), "{e}");
+        let mode = std::fs::metadata(&open).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755, "left as it was");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o711)).unwrap();
+        assert!(FileTokenStore::open(open.join("tokens.json")).is_ok());
+    }
+
+    /// Issue 22, defect 7: the temporary copy is a new file of a name nobody can guess, so a
+    /// link planted where the old name was (`tokens.tmp<pid>`) sends the tokens nowhere.
+    #[test]
+    fn a_planted_link_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let path = dir.path().join("tokens.json");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "").unwrap();
+        let planted = path.with_extension(format!("tmp{}", std::process::id()));
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+        let store = FileTokenStore::open(&path).unwrap();
+        store.save_tokens("https://mcp/mcp", Tokens::new("https://as", "access-XYZ"));
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "the token file is a file, not a link"
+        );
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 3, "no temporary file left behind: {names:?}");
+    }
+
+    #[test]
+    fn issuer_bindings_are_kept_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let path = dir.path().join("tokens.json");
+        let store = FileTokenStore::open(&path).unwrap();
+        store.save_issuer_binding("https://mcp/mcp", IssuerBinding::new("svc", "https://as"));
+        let again = FileTokenStore::open(&path).unwrap();
+        assert_eq!(
+            again.issuer_binding("https://mcp/mcp"),
+            Some(IssuerBinding::new("svc", "https://as"))
+        );
     }
 }

@@ -6,6 +6,10 @@
 //! scope of the protected resource's `scopes_supported`, else none; `offline_access` is added
 //! only when the authorization server lists it and the grant can have refresh tokens. A
 //! step-up asks for the union of what was asked before and what the challenge names.
+//!
+//! The user's part of the authorization code grant — the `Authorizer`, then the code's
+//! redemption — is a sign-in (`sign_in`): it outlives the connection attempt that needed it,
+//! and an attempt that needs one while it runs joins it.
 
 use crate::protocol::text::server_text;
 use std::collections::BTreeSet;
@@ -14,13 +18,11 @@ use super::authorizer::{check_response, pkce, random_token, AuthorizationRequest
 use super::discovery::Found;
 use super::dpop::DpopKey;
 use super::enterprise::id_jag;
+use super::failure::Failure;
 use super::grant::{Client, Grant, TokenRequest};
 use super::metadata::check_pkce;
 use super::Tokens;
 use crate::config::OAuthConfig;
-
-/// Why an authorization did not give tokens: the application has to act, or it failed.
-pub(crate) struct Failed(pub String);
 
 /// The scopes to ask for first.
 pub(crate) fn initial_scope(
@@ -79,113 +81,181 @@ pub(crate) fn dpop_key<'a>(
     }
 }
 
+/// Who an authorization is for: the MCP server's name (for the `Authorizer` and the logs)
+/// and URL (where its tokens are kept).
+pub(crate) struct For<'a> {
+    pub name: &'a str,
+    pub url: &'a str,
+}
+
 /// Obtains tokens at the authorization server `found` names.
 pub(crate) async fn authorize(
     http: &awc::Client,
-    server: &str,
+    server: For<'_>,
     config: &OAuthConfig,
     found: &Found,
     client: &Client,
     scope: Option<&str>,
-) -> Result<Tokens, Failed> {
-    let endpoint =
-        found.metadata.token_endpoint.as_deref().ok_or_else(|| {
-            Failed("the authorization server metadata has no token_endpoint".into())
-        })?;
-    let dpop = dpop_key(config, found).map_err(Failed)?;
-    let request = TokenRequest {
-        http,
-        endpoint,
-        issuer: &found.issuer,
-        client,
-        resource: &found.resource,
-        scope,
-        dpop,
-    };
+) -> Result<Tokens, Failure> {
+    let name = server.name;
     if config.headless {
+        let endpoint = token_endpoint(found)?;
+        let dpop = dpop_key(config, found)?;
+        let request = TokenRequest {
+            http,
+            endpoint,
+            issuer: &found.issuer,
+            client,
+            resource: &found.resource,
+            scope,
+            dpop,
+        };
         if let Some(idp) = &config.enterprise {
-            tracing::debug!(server, issuer = %server_text(&found.issuer), "exchanging the ID token at the identity provider (enterprise-managed)");
-            let id_jag = id_jag(http, idp, &found.issuer, &found.resource)
-                .await
-                .map_err(Failed)?;
-            return request
-                .send(Grant::JwtBearer(&id_jag))
-                .await
-                .map_err(Failed);
+            tracing::debug!(server = name, issuer = %server_text(&found.issuer), "exchanging the ID token at the identity provider (enterprise-managed)");
+            let id_jag = id_jag(http, idp, &found.issuer, &found.resource).await?;
+            return request.send(Grant::JwtBearer(&id_jag)).await;
         }
         if let Some(source) = &config.jwt_assertion {
-            tracing::debug!(server, issuer = %server_text(&found.issuer), "requesting a token (JWT bearer)");
-            let assertion = source().map_err(|e| Failed(format!("no assertion: {e}")))?;
-            return request
-                .send(Grant::JwtBearer(&assertion))
-                .await
-                .map_err(Failed);
+            tracing::debug!(server = name, issuer = %server_text(&found.issuer), "requesting a token (JWT bearer)");
+            let assertion = source().map_err(|e| Failure::Needed(format!("no assertion: {e}")))?;
+            return request.send(Grant::JwtBearer(&assertion)).await;
         }
-        tracing::debug!(server, issuer = %server_text(&found.issuer), "requesting a token (client credentials)");
-        return request.send(Grant::ClientCredentials).await.map_err(Failed);
+        tracing::debug!(server = name, issuer = %server_text(&found.issuer), "requesting a token (client credentials)");
+        return request.send(Grant::ClientCredentials).await;
     }
-    let Some(authorizer) = &config.authorizer else {
-        return Err(Failed(
+    if config.authorizer.is_none() {
+        return Err(Failure::Needed(
             "an interactive authorization is needed and no Authorizer is configured".into(),
         ));
-    };
+    }
+    // Checked before the user is asked anything.
+    token_endpoint(found)?;
+    dpop_key(config, found)?;
     if !found.no_metadata {
-        check_pkce(&found.metadata).map_err(Failed)?;
+        check_pkce(&found.metadata)?;
     }
-    let endpoint = found
-        .metadata
-        .authorization_endpoint
-        .as_deref()
-        .ok_or_else(|| {
-            Failed("the authorization server metadata has no authorization_endpoint".into())
-        })?;
-    let mut url = url::Url::parse(endpoint)
-        .map_err(|e| Failed(format!("the authorization endpoint is not a URL: {e}")))?;
-    let pkce = pkce();
-    let state = random_token();
-    {
-        let mut query = url.query_pairs_mut();
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &client.id)
-            .append_pair("redirect_uri", &config.redirect_uri)
-            .append_pair("state", &state)
-            .append_pair("code_challenge", &pkce.challenge)
-            .append_pair("code_challenge_method", "S256");
-        if let Some(scope) = scope {
-            query.append_pair("scope", scope);
-            if scope.split(' ').any(|s| s == "offline_access") {
-                // OpenID Connect Core §11: offline access needs consent.
-                query.append_pair("prompt", "consent");
-            }
-        }
-        query.append_pair("resource", &found.resource);
-    }
-    tracing::info!(server, issuer = %server_text(&found.issuer), "authorization needed: asking the application's Authorizer");
-    let asked = authorizer.authorize(AuthorizationRequest {
-        server: server.to_owned(),
-        url: url.into(),
-        redirect_uri: config.redirect_uri.clone(),
-        state: state.clone(),
-    });
-    let response = match tokio::time::timeout(config.authorize_timeout, asked).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(e)) => return Err(Failed(format!("the Authorizer failed: {e}"))),
-        Err(_) => return Err(Failed("the Authorizer did not answer in time".into())),
+    let sign_in = SignIn {
+        http: http.clone(),
+        server: name.to_owned(),
+        url: server.url.to_owned(),
+        config: config.clone(),
+        found: found.clone(),
+        client: client.clone(),
+        scope: scope.map(Into::into),
     };
-    let advertised = found
+    config
+        .sign_ins
+        .join_or_start(server.url, &found.issuer, move || Box::pin(sign_in.run()))
+        .await
+}
+
+fn token_endpoint(found: &Found) -> Result<&str, Failure> {
+    found
         .metadata
-        .authorization_response_iss_parameter_supported
-        == Some(true);
-    let code = check_response(&response, &state, &found.issuer, advertised).map_err(Failed)?;
-    request
+        .token_endpoint
+        .as_deref()
+        .ok_or_else(|| "the authorization server metadata has no token_endpoint".into())
+}
+
+/// The user's part of the authorization code grant, owning what it needs: it may outlive the
+/// connection attempt that started it (see `sign_in`).
+struct SignIn {
+    http: awc::Client,
+    server: String,
+    url: String,
+    config: OAuthConfig,
+    found: Found,
+    client: Client,
+    scope: Option<String>,
+}
+
+impl SignIn {
+    /// Sends the user to the authorization endpoint through the `Authorizer` (within
+    /// `authorize_timeout`), checks what the redirect brought, redeems the code, and keeps
+    /// the tokens in the store (an attempt that joins later finds them there too).
+    async fn run(self) -> Result<Tokens, Failure> {
+        let SignIn {
+            http,
+            server,
+            url: server_url,
+            config,
+            found,
+            client,
+            scope,
+        } = self;
+        let authorizer = config
+            .authorizer
+            .clone()
+            .ok_or("an interactive authorization is needed and no Authorizer is configured")?;
+        let endpoint = found
+            .metadata
+            .authorization_endpoint
+            .as_deref()
+            .ok_or("the authorization server metadata has no authorization_endpoint")?;
+        let mut url = url::Url::parse(endpoint)
+            .map_err(|e| format!("the authorization endpoint is not a URL: {e}"))?;
+        let pkce = pkce();
+        let state = random_token();
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client.id)
+                .append_pair("redirect_uri", &config.redirect_uri)
+                .append_pair("state", &state)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256");
+            if let Some(scope) = &scope {
+                query.append_pair("scope", scope);
+                if scope.split(' ').any(|s| s == "offline_access") {
+                    // OpenID Connect Core §11: offline access needs consent.
+                    query.append_pair("prompt", "consent");
+                }
+            }
+            query.append_pair("resource", &found.resource);
+        }
+        tracing::info!(server = %server, issuer = %server_text(&found.issuer), "authorization needed: asking the application's Authorizer");
+        let asked = authorizer.authorize(AuthorizationRequest {
+            server: server.clone(),
+            url: url.into(),
+            redirect_uri: config.redirect_uri.clone(),
+            state: state.clone(),
+        });
+        let response = match tokio::time::timeout(config.authorize_timeout, asked).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err(Failure::Needed(format!("the Authorizer failed: {e}"))),
+            Err(_) => {
+                return Err(Failure::Needed(format!(
+                    "the Authorizer did not answer within authorize_timeout ({:?})",
+                    config.authorize_timeout
+                )))
+            }
+        };
+        let advertised = found
+            .metadata
+            .authorization_response_iss_parameter_supported
+            == Some(true);
+        let code = check_response(&response, &state, &found.issuer, advertised)?;
+        let tokens = TokenRequest {
+            http: &http,
+            endpoint: token_endpoint(&found)?,
+            issuer: &found.issuer,
+            client: &client,
+            resource: &found.resource,
+            scope: scope.as_deref(),
+            dpop: dpop_key(&config, &found)?,
+        }
         .send(Grant::Code {
             code: &code,
             verifier: &pkce.verifier,
             redirect_uri: &config.redirect_uri,
         })
         .await
-        .map_err(Failed)
+        // The code is spent whatever went wrong: only a new sign-in can help.
+        .map_err(|f| Failure::Needed(f.reason().to_owned()))?;
+        config.store.save_tokens(&server_url, tokens.clone());
+        Ok(tokens)
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::dpop::DpopKey;
+use super::failure::Failure;
 use super::http::{post_form, Answer};
 use super::{Secret, Tokens};
 
@@ -127,13 +128,12 @@ pub(crate) enum Grant<'a> {
 
 impl TokenRequest<'_> {
     /// Sends it; the tokens, or why there are none (without any secret in the text).
-    pub async fn send(&self, grant: Grant<'_>) -> Result<Tokens, String> {
+    pub async fn send(&self, grant: Grant<'_>) -> Result<Tokens, Failure> {
         // A DPoP server may ask for its nonce first (RFC 9449 §8): one more try with it.
         let mut nonce = None;
         for _ in 0..2 {
             let answer = self.post(&grant, nonce.as_deref()).await?;
-            let asks_nonce = answer.status == 400
-                && answer.body.get("error").and_then(Value::as_str) == Some("use_dpop_nonce");
+            let asks_nonce = answer.status == 400 && answer.text("error") == Some("use_dpop_nonce");
             match (&answer.dpop_nonce, self.dpop) {
                 (Some(new), Some(_)) if asks_nonce && nonce.as_ref() != Some(new) => {
                     nonce = Some(new.clone());
@@ -151,11 +151,13 @@ impl TokenRequest<'_> {
             }
             return Ok(tokens);
         }
-        Err("the token endpoint asked for a DPoP nonce again".into())
+        Err(Failure::NotNow(
+            "the token endpoint asked for a DPoP nonce again".into(),
+        ))
     }
 
     /// One POST of the token request (a fresh client assertion and proof each time).
-    async fn post(&self, grant: &Grant<'_>, nonce: Option<&str>) -> Result<Answer, String> {
+    async fn post(&self, grant: &Grant<'_>, nonce: Option<&str>) -> Result<Answer, Failure> {
         let mut form: Vec<(&str, String)> = Vec::with_capacity(10);
         match grant {
             Grant::ClientCredentials => form.push(("grant_type", "client_credentials".into())),
@@ -276,41 +278,76 @@ pub(crate) fn client_assertion(client: &Client, issuer: &str) -> Result<String, 
         .map_err(|_| "signing the client assertion failed".to_owned())
 }
 
-/// The tokens in a token endpoint's answer, or its OAuth error (code and description, which
-/// are the server's text: the caller escapes them).
-pub(crate) fn read_tokens(issuer: &str, answer: &Answer, dpop: bool) -> Result<Tokens, String> {
-    let body = &answer.body;
-    let text = |k: &str| body.get(k).and_then(Value::as_str);
-    if let Some(error) = text("error") {
-        let description = text("error_description").unwrap_or("");
-        let description: String = description.chars().take(200).collect();
-        return Err(format!(
-            "the token endpoint answered HTTP {} {error}: {description}",
-            answer.status
-        ));
+/// OAuth errors (RFC 6749 §5.2) that say the grant or the client is no good: a refresh token
+/// refused with one of these is over.
+const GRANT_OVER: [&str; 3] = ["invalid_grant", "invalid_client", "unauthorized_client"];
+/// OAuth errors that say "not now" (the authorization endpoint's two, which some token
+/// endpoints answer too).
+const NOT_NOW: [&str; 2] = ["temporarily_unavailable", "server_error"];
+
+/// The tokens in a token endpoint's answer, or why there are none: its OAuth error (whose
+/// code and description are the server's text: the caller escapes them), or what the answer
+/// is instead — kinds by [`Failure`]: a 5xx, a 429 or a body that is not JSON (a proxy's or a
+/// login page) is [`Failure::NotNow`].
+pub(crate) fn read_tokens(issuer: &str, answer: &Answer, dpop: bool) -> Result<Tokens, Failure> {
+    let status = answer.status;
+    let busy = status >= 500 || status == 429;
+    if answer.body.is_none() {
+        return Err(Failure::NotNow(format!(
+            "the token endpoint answered HTTP {status} with {}, not JSON (is a login page or a \
+             proxy in the way?)",
+            answer.described()
+        )));
     }
-    if !(200..300).contains(&answer.status) {
-        return Err(format!(
-            "the token endpoint answered HTTP {}",
-            answer.status
-        ));
+    if let Some(error) = answer.text("error") {
+        let description: String = answer
+            .text("error_description")
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
+        let reason = format!("the token endpoint answered HTTP {status} {error}: {description}");
+        return Err(if busy || NOT_NOW.contains(&error) {
+            Failure::NotNow(reason)
+        } else {
+            Failure::Refused {
+                reason,
+                grant_over: GRANT_OVER.contains(&error),
+            }
+        });
     }
-    let access = text("access_token")
+    if !(200..300).contains(&status) {
+        let reason = format!("the token endpoint answered HTTP {status}");
+        return Err(if busy {
+            Failure::NotNow(reason)
+        } else {
+            Failure::Needed(reason)
+        });
+    }
+    let access = answer
+        .text("access_token")
         .filter(|t| !t.is_empty())
         .ok_or("the token endpoint's answer has no access_token")?;
-    let bound = match text("token_type") {
+    let bound = match answer.text("token_type") {
         Some(kind) if kind.eq_ignore_ascii_case("dpop") && dpop => true,
         Some(kind) if !kind.eq_ignore_ascii_case("bearer") => {
-            return Err(format!("token type `{kind}` is not supported"));
+            return Err(format!("token type `{kind}` is not supported").into());
         }
         _ => false,
     };
     let mut tokens = Tokens::new(issuer, access);
+    if let Some(why) = tokens.unsendable() {
+        return Err(Failure::Needed(format!(
+            "the token endpoint issued an access token that cannot be sent: {why}"
+        )));
+    }
     tokens.dpop = bound;
-    tokens.refresh_token = text("refresh_token").map(Secret::new);
-    tokens.scope = text("scope").map(Into::into);
-    tokens.expires_at = body
-        .get("expires_in")
+    tokens.refresh_token = answer.text("refresh_token").map(Secret::new);
+    tokens.scope = answer.text("scope").map(Into::into);
+    tokens.expires_at = answer
+        .body
+        .as_ref()
+        .and_then(|b| b.get("expires_in"))
         .and_then(Value::as_u64)
         .and_then(|s| SystemTime::now().checked_add(Duration::from_secs(s.min(MAX_EXPIRES_IN))));
     Ok(tokens)
@@ -366,45 +403,124 @@ mod tests {
         );
     }
 
+    fn answer(status: u16, body: serde_json::Value) -> Answer {
+        Answer {
+            status,
+            body: Some(body),
+            content_type: Some("application/json".into()),
+            dpop_nonce: None,
+        }
+    }
+
     #[test]
     fn token_answers() {
-        let ok = Answer {
-            status: 200,
-            body: serde_json::json!({"access_token": "A", "token_type": "bearer", "expires_in": 60, "refresh_token": "R"}),
-            dpop_nonce: None,
-        };
+        let ok = answer(
+            200,
+            serde_json::json!({"access_token": "A", "token_type": "bearer", "expires_in": 60, "refresh_token": "R"}),
+        );
         let t = read_tokens("iss", &ok, false).unwrap();
         assert_eq!(t.access_token.expose(), "A");
         assert!(t.expires_at.is_some());
         assert_eq!(t.refresh_token.unwrap().expose(), "R");
-        let err = Answer {
-            status: 400,
-            body: serde_json::json!({"error": "invalid_grant", "error_description": "expired"}),
-            dpop_nonce: None,
-        };
-        assert!(read_tokens("iss", &err, false)
-            .unwrap_err()
-            .contains("invalid_grant"));
+        let err = answer(
+            400,
+            serde_json::json!({"error": "invalid_grant", "error_description": "expired"}),
+        );
+        let refused = read_tokens("iss", &err, false).unwrap_err();
+        assert!(refused.reason().contains("invalid_grant"));
+        assert!(refused.ends_grant());
         // Some servers say errors with 200.
-        let err200 = Answer {
-            status: 200,
-            body: serde_json::json!({"error": "invalid_client"}),
-            dpop_nonce: None,
-        };
-        assert!(read_tokens("iss", &err200, false).is_err());
-        let huge = Answer {
-            status: 200,
-            body: serde_json::json!({"access_token": "A", "expires_in": u64::MAX}),
-            dpop_nonce: None,
-        };
+        let err200 = answer(200, serde_json::json!({"error": "invalid_client"}));
+        assert!(read_tokens("iss", &err200, false).unwrap_err().ends_grant());
+        let huge = answer(
+            200,
+            serde_json::json!({"access_token": "A", "expires_in": u64::MAX}),
+        );
         assert!(read_tokens("iss", &huge, false).is_ok());
         // A DPoP-bound token only when we asked for one.
-        let dpop = Answer {
-            status: 200,
-            body: serde_json::json!({"access_token": "A", "token_type": "DPoP"}),
-            dpop_nonce: None,
-        };
+        let dpop = answer(
+            200,
+            serde_json::json!({"access_token": "A", "token_type": "DPoP"}),
+        );
         assert!(read_tokens("iss", &dpop, true).unwrap().dpop);
         assert!(read_tokens("iss", &dpop, false).is_err());
+    }
+
+    /// Issue 22, defect 5: only an OAuth error that condemns the grant ends it; a server
+    /// error, a 429, `temporarily_unavailable` or a body that is not JSON is "not now".
+    #[test]
+    fn what_a_failed_token_request_means() {
+        let not_now = [
+            answer(500, serde_json::json!({})),
+            answer(503, serde_json::json!({"error": "invalid_grant"})),
+            answer(429, serde_json::json!({})),
+            answer(400, serde_json::json!({"error": "temporarily_unavailable"})),
+            Answer {
+                status: 500,
+                body: None,
+                content_type: None,
+                dpop_nonce: None,
+            },
+        ];
+        for a in &not_now {
+            let f = read_tokens("iss", a, false).unwrap_err();
+            assert!(matches!(f, Failure::NotNow(_)), "{f:?}");
+        }
+        for code in ["invalid_grant", "invalid_client", "unauthorized_client"] {
+            let f = read_tokens(
+                "iss",
+                &answer(400, serde_json::json!({"error": code})),
+                false,
+            )
+            .unwrap_err();
+            assert!(f.ends_grant(), "{code}");
+        }
+        let f = read_tokens(
+            "iss",
+            &answer(400, serde_json::json!({"error": "invalid_scope"})),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                f,
+                Failure::Refused {
+                    grant_over: false,
+                    ..
+                }
+            ),
+            "{f:?}"
+        );
+    }
+
+    /// Issue 22, defect 6: an HTML page says so, not "no access_token"; a token that cannot
+    /// be sent is refused when it is issued, naming why.
+    #[test]
+    fn an_html_page_or_an_unsendable_token_says_what_it_is() {
+        let html = Answer {
+            status: 200,
+            body: None,
+            content_type: Some("text/html; charset=utf-8".into()),
+            dpop_nonce: None,
+        };
+        let f = read_tokens("iss", &html, false).unwrap_err();
+        assert!(matches!(f, Failure::NotNow(_)), "{f:?}");
+        assert!(
+            f.reason()
+                .contains("answered HTTP 200 with an HTML page, not JSON"),
+            "{f:?}"
+        );
+        for (token, why) in [
+            ("a\r\nX-Injected: 1", "line break"),
+            ("a\u{0}b", "control character"),
+            ("a b", "space"),
+            ("tök", "outside visible ASCII"),
+        ] {
+            let body = serde_json::json!({ "access_token": token });
+            let f = read_tokens("iss", &answer(200, body), false).unwrap_err();
+            assert!(f.reason().contains("cannot be sent"), "{f:?}");
+            assert!(f.reason().contains(why), "{token}: {f:?}");
+            assert!(!f.reason().contains("Injected"), "never the token itself");
+        }
     }
 }

@@ -5,38 +5,37 @@
 //! result is kept in the store under the issuer.
 //!
 //! A registration belongs to one issuer: one made at another (before the server moved to a
-//! new authorization server) is never sent to this one.
+//! new authorization server) is never sent to this one. So do configured credentials: to the
+//! configuration's `issuer`, else to the first issuer they were sent to, which the token
+//! store keeps beside the tokens ([`IssuerBinding`]); a server that names another
+//! authorization server later does not get them, unless the application allows it
+//! ([`OAuthConfig::allow_issuer_migration`]).
 
 use crate::protocol::text::server_text;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::discovery::Found;
+use super::failure::Failure;
 use super::grant::{choose_method, Client};
 use super::http::post_json;
-use super::store::Registration;
+use super::store::{IssuerBinding, Registration};
 use super::Secret;
 use crate::config::OAuthConfig;
 
-/// The client to present to the authorization server `found` describes.
+/// The client to present to the authorization server `found` describes, for the MCP server at
+/// `server_url`.
 pub(crate) async fn identify(
     http: &awc::Client,
     config: &OAuthConfig,
+    server_url: &str,
     found: &Found,
-) -> Result<Client, String> {
+) -> Result<Client, Failure> {
     let supported = found
         .metadata
         .token_endpoint_auth_methods_supported
         .as_deref();
     if let Some(id) = &config.client_id {
-        if let Some(bound) = &config.issuer {
-            if bound != &found.issuer {
-                return Err(format!(
-                    "the configured client credentials belong to issuer `{bound}`, but the server \
-                     is now protected by `{}`: they are not sent there",
-                    found.issuer
-                ));
-            }
-        }
+        check_binding(config, server_url, id, &found.issuer)?;
         return Ok(Client {
             id: id.clone(),
             secret: config.client_secret.clone(),
@@ -94,6 +93,48 @@ pub(crate) async fn identify(
     Ok(client)
 }
 
+/// May the configured credentials of `client_id` go to `issuer`? To the configuration's
+/// `issuer` only, if it names one; else to the one they were first sent to (bound now, if
+/// this is the first), or to another if the application allows migrations (then bound to it).
+fn check_binding(
+    config: &OAuthConfig,
+    server_url: &str,
+    client_id: &str,
+    issuer: &str,
+) -> Result<(), Failure> {
+    if let Some(configured) = &config.issuer {
+        if configured != issuer {
+            return Err(Failure::Needed(format!(
+                "the configured client credentials belong to issuer `{configured}` (the \
+                 configuration says so), but the server is now protected by `{issuer}`: they are \
+                 not sent there"
+            )));
+        }
+        return Ok(());
+    }
+    match config.store.issuer_binding(server_url) {
+        Some(bound) if bound.client_id == client_id && bound.issuer == issuer => return Ok(()),
+        Some(bound) if bound.client_id == client_id => {
+            if !config.allow_issuer_migration {
+                return Err(Failure::Needed(format!(
+                    "the configured client credentials were first used with issuer `{}`, but the \
+                     server is now protected by `{issuer}`: they are not sent there (if the \
+                     server really moved, configure `issuer`, or allow issuer migration)",
+                    bound.issuer
+                )));
+            }
+            tracing::warn!(from = %server_text(&bound.issuer), to = %server_text(issuer), "the server moved to another authorization server: the configured client credentials follow it, as the configuration allows");
+        }
+        _ => {
+            tracing::debug!(issuer = %server_text(issuer), "the configured client credentials are bound to this authorization server");
+        }
+    }
+    config
+        .store
+        .save_issuer_binding(server_url, IssuerBinding::new(client_id, issuer));
+    Ok(())
+}
+
 fn public(id: String) -> Client {
     Client {
         id,
@@ -109,7 +150,7 @@ async fn register(
     http: &awc::Client,
     config: &OAuthConfig,
     found: &Found,
-) -> Result<Registration, String> {
+) -> Result<Registration, Failure> {
     let endpoint = found.metadata.registration_endpoint.as_deref().ok_or(
         "the authorization server offers no way to register this client (no \
          registration_endpoint, no Client ID Metadata Documents): configure a client id",
@@ -123,7 +164,13 @@ async fn register(
         "application_type": config.application_type,
     });
     let answer = post_json(http, endpoint, &body).await?;
-    let text = |k: &str| answer.body.get(k).and_then(Value::as_str);
+    let text = |k: &str| answer.text(k);
+    if answer.status >= 500 || answer.status == 429 {
+        return Err(Failure::NotNow(format!(
+            "client registration answered HTTP {}",
+            answer.status
+        )));
+    }
     if !(200..300).contains(&answer.status) {
         let error = text("error").unwrap_or("");
         let description: String = text("error_description")
@@ -131,10 +178,17 @@ async fn register(
             .chars()
             .take(200)
             .collect();
-        return Err(format!(
+        return Err(Failure::Needed(format!(
             "client registration was refused: HTTP {} {error} {description}",
             answer.status
-        ));
+        )));
+    }
+    if answer.body.is_none() {
+        return Err(Failure::NotNow(format!(
+            "client registration answered HTTP {} with {}, not JSON",
+            answer.status,
+            answer.described()
+        )));
     }
     let client_id = text("client_id")
         .filter(|id| !id.is_empty())

@@ -4,12 +4,14 @@
 //!
 //! Pure: URL candidates in the order the MCP specification gives (2025-11-25 and 2026-07-28,
 //! "Authorization Server Discovery"), the RFC 9728 §3.3 binding of a metadata's `resource` to
-//! the server, the RFC 8414 §3.3 `issuer` echo, the PKCE gate, and the HTTPS rule (plain HTTP
-//! for loopback hosts only). Issuers and resources stay the raw strings they were published
+//! the server, the RFC 8414 §3.3 `issuer` echo with every endpoint checked by the `trust`
+//! rules, and the PKCE gate. Issuers and resources stay the raw strings they were published
 //! as: `url::Url` would turn `http://host:1` into `http://host:1/`, which is another string.
 
 use serde::Deserialize;
 use url::Url;
+
+use super::trust::Trust;
 
 /// RFC 9728 Protected Resource Metadata, the parts MCP uses.
 #[derive(Debug, Clone, Deserialize)]
@@ -132,23 +134,25 @@ pub fn check_resource(server: &Url, metadata: &ResourceMetadata) -> Result<(), S
 }
 
 /// Checks an authorization server's metadata: its `issuer` is exactly the one we looked it up
-/// for (RFC 8414 §3.3: no normalisation), and its endpoints are HTTPS (or loopback).
-pub fn check_server(issuer: &str, metadata: &ServerMetadata) -> Result<(), String> {
+/// for (RFC 8414 §3.3: no normalisation), and every endpoint it names is one `trust` accepts.
+pub fn check_server(issuer: &str, metadata: &ServerMetadata, trust: &Trust) -> Result<(), String> {
     if metadata.issuer != issuer {
         return Err(format!(
             "the authorization server metadata names issuer `{}`, not `{issuer}` (RFC 8414 §3.3)",
             metadata.issuer
         ));
     }
-    for url in [
-        &metadata.authorization_endpoint,
-        &metadata.token_endpoint,
-        &metadata.registration_endpoint,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        require_secure(url)?;
+    for (what, url) in [
+        (
+            "the authorization_endpoint",
+            &metadata.authorization_endpoint,
+        ),
+        ("the token_endpoint", &metadata.token_endpoint),
+        ("the registration_endpoint", &metadata.registration_endpoint),
+    ] {
+        if let Some(url) = url {
+            trust.check(what, url)?;
+        }
     }
     Ok(())
 }
@@ -163,27 +167,6 @@ pub fn check_pkce(metadata: &ServerMetadata) -> Result<(), String> {
              support cannot be verified, so authorization does not go on"
                 .into(),
         ),
-    }
-}
-
-/// HTTPS, or plain HTTP to a loopback host (local development, test servers).
-pub fn require_secure(url: &str) -> Result<(), String> {
-    let parsed = Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if is_loopback(&parsed) => Ok(()),
-        _ => Err(format!(
-            "`{url}` is not HTTPS: authorization endpoints must be (plain HTTP only on loopback)"
-        )),
-    }
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
     }
 }
 
@@ -271,31 +254,45 @@ mod tests {
             authorization_response_iss_parameter_supported: None,
             dpop_signing_alg_values_supported: None,
         };
+        let local = Trust::for_server(&url("http://localhost:3000/mcp"));
+        let remote = Trust::for_server(&url("https://mcp.example.com/mcp"));
         assert!(check_server(
             "http://localhost:1",
-            &md("http://localhost:1", "http://localhost:1/t")
+            &md("http://localhost:1", "http://localhost:1/t"),
+            &local
         )
         .is_ok());
         assert!(check_server(
             "http://localhost:1",
-            &md("http://localhost:1/", "http://localhost:1/t")
+            &md("http://localhost:1/", "http://localhost:1/t"),
+            &local
         )
         .is_err());
         assert!(check_server(
             "https://a.example",
-            &md("https://attacker.example", "https://a.example/t")
+            &md("https://attacker.example", "https://a.example/t"),
+            &remote
         )
         .is_err());
         assert!(check_server(
             "https://a.example",
-            &md("https://a.example", "http://a.example/t")
+            &md("https://a.example", "http://a.example/t"),
+            &remote
         )
         .is_err());
         assert!(check_server(
             "http://127.0.0.1:5",
-            &md("http://127.0.0.1:5", "http://127.0.0.1:5/t")
+            &md("http://127.0.0.1:5", "http://127.0.0.1:5/t"),
+            &local
         )
         .is_ok());
+        // A loopback endpoint is nearer than a remote server's own address.
+        assert!(check_server(
+            "https://a.example",
+            &md("https://a.example", "https://127.0.0.1/t"),
+            &remote
+        )
+        .is_err());
         let mut m = md("x", "https://x/t");
         assert!(check_pkce(&m).is_err());
         m.code_challenge_methods_supported = Some(vec!["plain".into()]);

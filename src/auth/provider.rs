@@ -1,46 +1,70 @@
 //! The provider the HTTP transport asks for its `Authorization` header, and tells about the
 //! `401`s and `403`s it gets: the one place that decides what an authorization failure means.
 //!
-//! One per connection, on the connection's arbiter; the tokens outlive it in the
+//! One per connection attempt, on the connection's arbiter; the tokens outlive it in the
 //! [`TokenStore`](super::TokenStore), so a reconnect or a server restart with a token still
-//! valid needs no new authorization. The policy:
+//! valid needs no new authorization (and a sign-in in progress outlives it too, see
+//! `sign_in`). The policy:
 //!
 //! - before each request, a token that expires within [`REFRESH_MARGIN`] is renewed (refresh
 //!   token, or a new client credentials grant);
 //! - a `401`: discovery again (the server may have moved to another authorization server),
-//!   then a refresh if there is a refresh token from the same issuer, else a full
-//!   authorization; the refused request is re-sent once (it was not processed). A refresh that
-//!   fails is not followed by an interactive authorization on our own: the server needs
-//!   authorization ([`Error::AuthorizationRequired`]), and the connection ends in `Failed`
-//!   rather than a reconnect loop; the application runs its [`Authorizer`](super::Authorizer)
-//!   when it is ready, by `Reconnect`;
+//!   then tokens another attempt (or a sign-in) saved meanwhile, else a refresh if there is a
+//!   refresh token from the same issuer, else a full authorization; the refused request is
+//!   re-sent once (it was not processed);
+//! - a refresh the authorization server refuses with `invalid_grant`, `invalid_client` or
+//!   `unauthorized_client` (RFC 6749 §5.2) ends the grant: its tokens are forgotten, and no
+//!   interactive authorization follows on our own: the server needs authorization
+//!   ([`Error::AuthorizationRequired`]), and the connection ends; the application runs its
+//!   [`Authorizer`](super::Authorizer) when it is ready, by `Reconnect`;
+//! - any other failure to refresh — the authorization server unreachable or slow, a 5xx or
+//!   429, an answer that is not OAuth's, an error that condemns nothing — ends nothing: the
+//!   tokens are kept, the refresh is tried [`REFRESH_TRIES`] times with backoff, then the call
+//!   is answered `unavailable` (retryable) and the connection kept, and later refreshes wait
+//!   out a growing pause ([`retry_backoff`]) so that calls do not hammer a struggling server;
+//!   no user is ever asked to sign in because of it. The same goes for discovery and for the
+//!   grants of a service (client credentials, JWT bearer) that fail that way;
 //! - a `403` with `insufficient_scope`: a step-up — a new authorization for the union of the
 //!   scopes asked for before and the challenged ones — only if that union is larger, at most
 //!   [`MAX_STEP_UPS`] per connection, then the request is re-sent once;
 //! - one authorization at a time: requests refused meanwhile wait, then are re-sent with the
 //!   new token.
+//!
+//! A token is presented only if it can be: one that an HTTP header cannot carry (a line
+//! break, a control character) is refused where it comes from, naming why, never sent
+//! without its `Authorization` header.
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use awc::http::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use url::Url;
 
 use super::challenge::Challenge;
 use super::discovery::{discover, Found};
-use super::flow::{authorize, dpop_key, initial_scope, union, Failed};
+use super::failure::Failure;
+use super::flow::{authorize, dpop_key, initial_scope, union, For};
 use super::grant::{Grant, TokenRequest};
 use super::identity::identify;
 use super::Tokens;
 use crate::config::OAuthConfig;
 use crate::error::Error;
+use crate::policy::backoff::Backoff;
+use crate::policy::deadline::saturating_add;
 use crate::protocol::text::server_text;
 
 /// A token this close to its expiry is renewed before the next request.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// Step-ups (re-authorizations for more scopes) per connection.
 pub const MAX_STEP_UPS: usize = 2;
+/// Refreshes tried for one refused request before it is answered `unavailable`.
+pub const REFRESH_TRIES: u32 = 3;
+/// The pauses between those tries, and after a round of them failed before the next round:
+/// from half a second, doubling (with jitter) up to 30 s.
+pub fn retry_backoff() -> Backoff {
+    Backoff::new(Duration::from_millis(500), Duration::from_secs(30))
+}
 
 /// What the transport does with a refused request.
 pub(crate) enum Verdict {
@@ -72,10 +96,20 @@ struct State {
     requested: Option<String>,
     /// Scope sets stepped up to on this connection.
     stepped_up: Vec<String>,
-    /// A refresh failed: the grant is over.
+    /// The authorization server ended the grant: no refresh is tried again.
     refresh_failed: bool,
+    /// Renewals failed for now: the next one waits until then.
+    paused: Option<Pause>,
     /// The MCP server's DPoP nonce.
     rs_nonce: Option<String>,
+}
+
+/// Renewals that failed for now (not refused): when the next may be tried, and why the last
+/// failed.
+struct Pause {
+    until: Instant,
+    rounds: u32,
+    reason: String,
 }
 
 impl Provider {
@@ -87,7 +121,13 @@ impl Provider {
     ) -> Result<Provider, Error> {
         let parsed = Url::parse(url)
             .map_err(|e| Error::config(Some(&server), "url", format!("not a URL: {e}")))?;
-        let tokens = config.store.tokens(url);
+        let tokens = config.store.tokens(url).filter(|tokens| match tokens.unsendable() {
+            Some(why) => {
+                tracing::warn!(server = %server, why, "the stored access token cannot be sent: not using it");
+                false
+            }
+            None => true,
+        });
         if tokens.is_some() {
             tracing::debug!(server = %server, "using the stored token");
         }
@@ -107,31 +147,43 @@ impl Provider {
 
     /// The headers that present the token on a `method` request (none before the first
     /// token): `Authorization: Bearer`, or for a DPoP-bound token `Authorization: DPoP` and a
-    /// fresh `DPoP` proof (with the server's nonce, if it gave one).
-    pub fn headers(&self, method: &str) -> Vec<(HeaderName, HeaderValue)> {
+    /// fresh `DPoP` proof (with the server's nonce, if it gave one). A token that cannot be
+    /// presented is an error naming why, never a request without it.
+    pub fn headers(&self, method: &str) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
         let state = self.state.borrow();
         let Some(tokens) = &state.tokens else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
+        let unsendable = |why: &str| {
+            Error::authorization_required(
+                &self.server,
+                format!("the access token cannot be sent: {why}"),
+            )
+        };
+        if let Some(why) = tokens.unsendable() {
+            return Err(unsendable(why));
+        }
         let token = tokens.access_token.expose();
         let mut headers = Vec::with_capacity(2);
         let scheme = if tokens.dpop { "DPoP" } else { "Bearer" };
-        if let Ok(mut value) = HeaderValue::from_str(&format!("{scheme} {token}")) {
-            value.set_sensitive(true);
-            headers.push((AUTHORIZATION, value));
-        }
+        let mut value = HeaderValue::from_str(&format!("{scheme} {token}"))
+            .map_err(|_| unsendable("it is not a valid header value"))?;
+        value.set_sensitive(true);
+        headers.push((AUTHORIZATION, value));
         if tokens.dpop {
-            let proof = self.config.dpop_key.key().and_then(|key| {
-                key.proof(method, &self.url, Some(token), state.rs_nonce.as_deref())
-            });
-            match proof.map(|p| HeaderValue::from_str(&p)) {
-                Ok(Ok(value)) => headers.push((HeaderName::from_static("dpop"), value)),
-                _ => {
-                    tracing::warn!(server = %self.server, "no DPoP proof could be made for a request")
-                }
-            }
+            let proof = self
+                .config
+                .dpop_key
+                .key()
+                .and_then(|key| {
+                    key.proof(method, &self.url, Some(token), state.rs_nonce.as_deref())
+                })
+                .map_err(|e| unsendable(&format!("no DPoP proof could be made for it ({e})")))?;
+            let value = HeaderValue::from_str(&proof)
+                .map_err(|_| unsendable("its DPoP proof is not a valid header value"))?;
+            headers.push((HeaderName::from_static("dpop"), value));
         }
-        headers
+        Ok(headers)
     }
 
     /// The server asked for a DPoP nonce (`use_dpop_nonce`, RFC 9449 §9): later proofs carry
@@ -155,12 +207,17 @@ impl Provider {
     pub async fn fresh(&self) {
         let due = |state: &State| {
             let deadline = SystemTime::now().checked_add(REFRESH_MARGIN);
-            state
+            let expiring = state
                 .tokens
                 .as_ref()
                 .and_then(|t| t.expires_at)
                 .zip(deadline)
-                .is_some_and(|(at, d)| at <= d)
+                .is_some_and(|(at, d)| at <= d);
+            expiring
+                && state
+                    .paused
+                    .as_ref()
+                    .is_none_or(|p| Instant::now() >= p.until)
         };
         if !due(&self.state.borrow()) {
             return;
@@ -176,7 +233,10 @@ impl Provider {
             None => match discover(&self.http, &self.parsed, &self.url, None).await {
                 Ok(found) => found,
                 Err(e) => {
-                    tracing::warn!(server = %self.server, error = %server_text(&e), "renewing the token ahead of its expiry: discovery failed");
+                    tracing::warn!(server = %self.server, error = %server_text(e.reason()), "renewing the token ahead of its expiry: discovery failed");
+                    if let Failure::NotNow(reason) = e {
+                        self.pause(reason);
+                    }
                     return;
                 }
             },
@@ -189,11 +249,12 @@ impl Provider {
         }
         let requested = self.state.borrow().requested.clone();
         let renewed = if old.refresh_token.is_some() {
+            if self.state.borrow().refresh_failed {
+                return;
+            }
             self.refresh(&found, &old).await
         } else if self.config.headless {
-            self.full(&found, requested.as_deref())
-                .await
-                .map_err(|f| f.0)
+            self.full(&found, requested.as_deref()).await
         } else {
             return;
         };
@@ -204,10 +265,11 @@ impl Provider {
                 self.set_tokens(tokens);
             }
             Err(e) => {
-                tracing::warn!(server = %self.server, error = %server_text(&e), "renewing the token ahead of its expiry failed");
-                let mut state = self.state.borrow_mut();
-                if old.refresh_token.is_some() {
-                    state.refresh_failed = true;
+                tracing::warn!(server = %self.server, error = %server_text(e.reason()), "renewing the token ahead of its expiry failed");
+                if old.refresh_token.is_some() && e.ends_grant() {
+                    self.state.borrow_mut().refresh_failed = true;
+                } else {
+                    self.pause(e.reason().to_owned());
                 }
             }
         }
@@ -240,10 +302,17 @@ impl Provider {
         };
         match result {
             Ok(()) => Verdict::Resend,
-            Err(Failed(reason)) => {
-                tracing::warn!(server = %self.server, status, reason = %server_text(&reason), "authorization failed: the server needs authorization");
+            Err(failure @ Failure::NotNow(_)) => {
+                tracing::warn!(server = %self.server, status, reason = %server_text(failure.reason()), "no token for now: the call is answered unavailable, the tokens kept");
                 Verdict::Fail {
-                    error: Error::authorization_required(&self.server, reason),
+                    error: failure.into_error(&self.server),
+                    close: false,
+                }
+            }
+            Err(failure) => {
+                tracing::warn!(server = %self.server, status, reason = %server_text(failure.reason()), "authorization failed: the server needs authorization");
+                Verdict::Fail {
+                    error: failure.into_error(&self.server),
                     close: status == 401,
                 }
             }
@@ -257,34 +326,67 @@ impl Provider {
         }
     }
 
-    /// A 401: refresh, or authorize anew.
-    async fn unauthorized(&self, challenge: Option<&Challenge>) -> Result<(), Failed> {
-        let found = discover(&self.http, &self.parsed, &self.url, challenge)
-            .await
-            .map_err(Failed)?;
+    /// A 401: tokens saved meanwhile, a refresh, or a new authorization.
+    async fn unauthorized(&self, challenge: Option<&Challenge>) -> Result<(), Failure> {
         let old = self.state.borrow().tokens.clone();
+        let can_refresh = old.as_ref().is_some_and(|t| t.refresh_token.is_some())
+            && !self.state.borrow().refresh_failed;
+        if can_refresh {
+            // Waiting out a pause: not even discovery is tried again before it ends.
+            self.check_pause()?;
+        }
+        let found = match discover(&self.http, &self.parsed, &self.url, challenge).await {
+            Ok(found) => found,
+            Err(failure @ Failure::NotNow(_)) if can_refresh => {
+                self.pause(failure.reason().to_owned());
+                return Err(failure.context("discovering the authorization server"));
+            }
+            Err(failure) => return Err(failure),
+        };
+        if let Some(stored) = self.config.store.tokens(&self.url) {
+            // Another attempt, or a sign-in that outlived one, got new tokens meanwhile.
+            if stored.issuer == found.issuer
+                && old.as_ref() != Some(&stored)
+                && stored.unsendable().is_none()
+            {
+                tracing::debug!(server = %self.server, "using the tokens saved meanwhile");
+                self.state.borrow_mut().found = Some(found);
+                self.adopt(stored);
+                return Ok(());
+            }
+        }
         if let Some(old) = &old {
             if old.issuer != found.issuer {
                 tracing::info!(server = %self.server, from = %server_text(&old.issuer), to = %server_text(&found.issuer), "the server moved to another authorization server: authorizing there anew");
                 self.forget_tokens();
-            } else if old.refresh_token.is_some() && !self.state.borrow().refresh_failed {
-                match self.refresh(&found, old).await {
+            } else if can_refresh {
+                match self.refresh_with_retries(&found, old).await {
                     Ok(tokens) => {
                         tracing::debug!(server = %self.server, "token refreshed after a 401");
                         self.state.borrow_mut().found = Some(found);
                         self.set_tokens(tokens);
                         return Ok(());
                     }
-                    Err(e) => {
+                    Err(e) if e.ends_grant() => {
                         self.forget_tokens();
                         if !self.config.headless {
-                            return Err(Failed(format!("refreshing the token failed: {e}")));
+                            return Err(Failure::Needed(format!(
+                                "refreshing the token failed: {}",
+                                e.reason()
+                            )));
                         }
+                    }
+                    // The grant stands: the tokens are kept, and no user is asked.
+                    Err(e) => {
+                        return Err(Failure::NotNow(format!(
+                            "refreshing the token failed: {}",
+                            e.reason()
+                        )))
                     }
                 }
             } else if self.state.borrow().refresh_failed && !self.config.headless {
                 self.forget_tokens();
-                return Err(Failed(
+                return Err(Failure::Needed(
                     "the token was refused and refreshing it failed".into(),
                 ));
             }
@@ -296,9 +398,60 @@ impl Provider {
         Ok(())
     }
 
+    /// Refreshes, trying again [`REFRESH_TRIES`] times in all (with [`retry_backoff`]'s
+    /// pauses) while the failure is not a refusal that ends the grant. A round that fails
+    /// pauses later renewals.
+    async fn refresh_with_retries(&self, found: &Found, old: &Tokens) -> Result<Tokens, Failure> {
+        let mut last = None;
+        for n in 0..REFRESH_TRIES {
+            if n > 0 {
+                let pause = retry_backoff().delay(n - 1, &mut rand::rng());
+                tokio::time::sleep(pause).await;
+            }
+            match self.refresh(found, old).await {
+                Ok(tokens) => return Ok(tokens),
+                Err(e) if e.ends_grant() => return Err(e),
+                Err(e) => {
+                    tracing::debug!(server = %self.server, attempt = n + 1, error = %server_text(e.reason()), "refreshing the token failed for now");
+                    last = Some(e);
+                }
+            }
+        }
+        let last = last.unwrap_or_else(|| Failure::NotNow("no refresh was tried".into()));
+        self.pause(format!("{} (tried {REFRESH_TRIES} times)", last.reason()));
+        Err(last)
+    }
+
+    /// Renewals wait: the next not before a pause that grows with every round that failed.
+    fn pause(&self, reason: String) {
+        let mut state = self.state.borrow_mut();
+        let rounds = state.paused.as_ref().map_or(0, |p| p.rounds);
+        let wait = retry_backoff().delay(rounds, &mut rand::rng());
+        state.paused = Some(Pause {
+            until: saturating_add(Instant::now(), wait),
+            rounds: rounds.saturating_add(1),
+            reason,
+        });
+    }
+
+    /// `NotNow` while renewals are paused, with the last reason and the time left.
+    fn check_pause(&self) -> Result<(), Failure> {
+        let state = self.state.borrow();
+        match &state.paused {
+            Some(p) if Instant::now() < p.until => Err(Failure::NotNow(format!(
+                "refreshing the token failed: {}; the next try in {} ms",
+                p.reason,
+                p.until
+                    .saturating_duration_since(Instant::now())
+                    .as_millis()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// A 403 `insufficient_scope`: authorize for more scopes, unless that asks for nothing
     /// new or the step-ups are used up (`None`: do not step up).
-    async fn step_up(&self, challenge: Option<&Challenge>) -> Option<Result<(), Failed>> {
+    async fn step_up(&self, challenge: Option<&Challenge>) -> Option<Result<(), Failure>> {
         let (have, want) = {
             let state = self.state.borrow();
             let granted = state.tokens.as_ref().and_then(|t| t.scope.as_deref());
@@ -317,9 +470,7 @@ impl Provider {
         tracing::info!(server = %self.server, from = %server_text(&have.to_string()), to = %server_text(&want.to_string()), "stepping up the authorization for more scopes");
         self.state.borrow_mut().stepped_up.push(want.clone());
         let result = async {
-            let found = discover(&self.http, &self.parsed, &self.url, challenge)
-                .await
-                .map_err(Failed)?;
+            let found = discover(&self.http, &self.parsed, &self.url, challenge).await?;
             let tokens = self.full(&found, Some(&want)).await?;
             self.state.borrow_mut().found = Some(found);
             self.set_tokens(tokens);
@@ -329,27 +480,21 @@ impl Provider {
     }
 
     /// A full authorization: identity, then the grant.
-    async fn full(&self, found: &Found, scope: Option<&str>) -> Result<Tokens, Failed> {
-        let client = identify(&self.http, &self.config, found)
-            .await
-            .map_err(Failed)?;
+    async fn full(&self, found: &Found, scope: Option<&str>) -> Result<Tokens, Failure> {
+        let client = identify(&self.http, &self.config, &self.url, found).await?;
         self.state.borrow_mut().requested = scope.map(Into::into);
-        let tokens = authorize(
-            &self.http,
-            &self.server,
-            &self.config,
-            found,
-            &client,
-            scope,
-        )
-        .await?;
+        let server = For {
+            name: &self.server,
+            url: &self.url,
+        };
+        let tokens = authorize(&self.http, server, &self.config, found, &client, scope).await?;
         tracing::info!(server = %self.server, issuer = %server_text(&found.issuer), expires = ?tokens.expires_at, "authorized");
         Ok(tokens)
     }
 
-    async fn refresh(&self, found: &Found, old: &Tokens) -> Result<Tokens, String> {
+    async fn refresh(&self, found: &Found, old: &Tokens) -> Result<Tokens, Failure> {
         let refresh = old.refresh_token.as_ref().ok_or("no refresh token")?;
-        let client = identify(&self.http, &self.config, found).await?;
+        let client = identify(&self.http, &self.config, &self.url, found).await?;
         let endpoint = found
             .metadata
             .token_endpoint
@@ -376,9 +521,15 @@ impl Provider {
 
     fn set_tokens(&self, tokens: Tokens) {
         self.config.store.save_tokens(&self.url, tokens.clone());
+        self.adopt(tokens);
+    }
+
+    /// Makes `tokens` the ones sent from now on.
+    fn adopt(&self, tokens: Tokens) {
         let mut state = self.state.borrow_mut();
         state.tokens = Some(tokens);
         state.refresh_failed = false;
+        state.paused = None;
         state.generation += 1;
     }
 

@@ -7,6 +7,11 @@
 //! issuer. A token or registration stamped with another issuer than the one discovery finds
 //! now is never used (2026-07-28, "Authorization Server Binding"): a server that moved to
 //! another authorization server gets a new registration and new tokens there.
+//!
+//! Configured client credentials (a `client_id` with its secret, key or assertion) are bound
+//! the same way: an [`IssuerBinding`] per MCP server URL records the issuer they were first
+//! sent to, and they are not sent to another (see
+//! [`OAuthConfig::allow_issuer_migration`](crate::config::OAuthConfig::allow_issuer_migration)).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -63,6 +68,23 @@ impl Tokens {
         self.scope = Some(scope.into());
         self
     }
+
+    /// Why the access token cannot be presented in an `Authorization` header, if it cannot:
+    /// RFC 6750's token is visible ASCII without spaces, and an HTTP header can carry no line
+    /// break or other control character. Says what is wrong, never the token.
+    pub(crate) fn unsendable(&self) -> Option<&'static str> {
+        let token = self.access_token.expose();
+        if token.is_empty() {
+            return Some("it is empty");
+        }
+        token.chars().find_map(|c| match c {
+            '\r' | '\n' => Some("it contains a line break (CR or LF)"),
+            ' ' | '\t' => Some("it contains a space"),
+            c if c.is_ascii_control() => Some("it contains a control character"),
+            c if !c.is_ascii() => Some("it contains a character outside visible ASCII"),
+            _ => None,
+        })
+    }
 }
 
 /// A client registration at one authorization server (Dynamic Client Registration).
@@ -79,8 +101,31 @@ pub struct Registration {
     pub auth_method: Option<String>,
 }
 
+/// The authorization server a server's configured client credentials belong to: the issuer
+/// they were first sent to, for that client id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IssuerBinding {
+    /// The configured client id.
+    pub client_id: String,
+    /// The issuer of the authorization server its credentials were first sent to.
+    pub issuer: String,
+}
+
+impl IssuerBinding {
+    /// Credentials of `client_id`, bound to `issuer`.
+    pub fn new(client_id: impl Into<String>, issuer: impl Into<String>) -> Self {
+        IssuerBinding {
+            client_id: client_id.into(),
+            issuer: issuer.into(),
+        }
+    }
+}
+
 /// Keeps tokens and registrations between connections. Implement it to keep them in a
-/// keyring, a database or an encrypted file; it must keep them confidential.
+/// keyring, a database or an encrypted file; it must keep them confidential, and keep the
+/// issuer bindings as long as the tokens (they are what keeps configured credentials from
+/// being sent to another authorization server after a restart).
 ///
 /// ```
 /// use mcp_supervisor::auth::{MemoryTokenStore, TokenStore, Tokens};
@@ -100,6 +145,11 @@ pub trait TokenStore: Send + Sync + 'static {
     fn registration(&self, issuer: &str) -> Option<Registration>;
     /// Saves (replaces) the registration at the authorization server `issuer`.
     fn save_registration(&self, issuer: &str, registration: Registration);
+    /// The issuer the configured client credentials of the MCP server at `server_url` are
+    /// bound to.
+    fn issuer_binding(&self, server_url: &str) -> Option<IssuerBinding>;
+    /// Saves (replaces) that binding.
+    fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding);
 }
 
 /// A [`TokenStore`] in memory: tokens survive reconnects and server restarts, not a restart of
@@ -108,6 +158,7 @@ pub trait TokenStore: Send + Sync + 'static {
 pub struct MemoryTokenStore {
     tokens: Mutex<HashMap<String, Tokens>>,
     registrations: Mutex<HashMap<String, Registration>>,
+    bindings: Mutex<HashMap<String, IssuerBinding>>,
 }
 
 /// Servers (and issuers) a [`MemoryTokenStore`] keeps; a full store forgets an arbitrary
@@ -147,6 +198,15 @@ impl TokenStore for MemoryTokenStore {
     fn save_registration(&self, issuer: &str, registration: Registration) {
         put(&self.registrations, issuer, registration);
     }
+
+    fn issuer_binding(&self, server_url: &str) -> Option<IssuerBinding> {
+        let map = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(server_url).cloned()
+    }
+
+    fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding) {
+        put(&self.bindings, server_url, binding);
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +231,9 @@ mod tests {
         assert_eq!(store.registration("https://as"), Some(r));
         store.clear_tokens("u");
         assert_eq!(store.tokens("u"), None);
+        let binding = IssuerBinding::new("c", "https://as");
+        store.save_issuer_binding("u", binding.clone());
+        assert_eq!(store.issuer_binding("u"), Some(binding));
     }
 
     #[test]

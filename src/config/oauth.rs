@@ -50,6 +50,8 @@ pub struct OAuthConfig {
     pub(crate) signing_algorithm: Option<String>,
     pub(crate) auth_method: Option<String>,
     pub(crate) issuer: Option<String>,
+    /// Configured credentials may follow the server to a new authorization server.
+    pub(crate) allow_issuer_migration: bool,
     /// A machine grant (client credentials or JWT bearer): no user, no refresh tokens.
     pub(crate) headless: bool,
     /// The JWT-bearer grant's assertion, fetched anew for every token request.
@@ -68,6 +70,9 @@ pub struct OAuthConfig {
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) authorize_timeout: Duration,
+    /// The sign-ins in progress, shared by clones (so that one outlives a connection attempt
+    /// and the next joins it).
+    pub(crate) sign_ins: Arc<crate::auth::SignIns>,
 }
 
 /// Where the JWT-bearer grant's assertion comes from.
@@ -85,6 +90,7 @@ impl OAuthConfig {
             signing_algorithm: None,
             auth_method: None,
             issuer: None,
+            allow_issuer_migration: false,
             headless: false,
             jwt_assertion: None,
             enterprise: None,
@@ -97,6 +103,7 @@ impl OAuthConfig {
             authorizer: None,
             store: Arc::new(MemoryTokenStore::default()),
             authorize_timeout: Duration::from_secs(600),
+            sign_ins: Arc::default(),
         }
     }
 
@@ -213,9 +220,21 @@ impl OAuthConfig {
     }
 
     /// The issuer the pre-registered credentials belong to: they are never sent to another
-    /// authorization server.
+    /// authorization server. Without it they belong to the first authorization server they
+    /// are sent to, which the token store remembers
+    /// ([`IssuerBinding`](crate::auth::IssuerBinding)).
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Lets configured credentials (without [`issuer`](Self::issuer)) follow the server when
+    /// it names another authorization server than the one they were first sent to (default:
+    /// no — they are not sent, and the server needs authorization). Allow it only when the
+    /// same credentials are registered at every authorization server the server may move to,
+    /// and trust in the server's own TLS is what decides where they go.
+    pub fn allow_issuer_migration(mut self, allow: bool) -> Self {
+        self.allow_issuer_migration = allow;
         self
     }
 
@@ -287,7 +306,9 @@ impl OAuthConfig {
         self
     }
 
-    /// How long the [`Authorizer`] may take (default 10 minutes).
+    /// How long the [`Authorizer`] may take (default 10 minutes): the user's sign-in, which
+    /// the server's `connect_timeout` does not cut — a connection attempt waits for it, and one
+    /// that follows joins it rather than starting another.
     pub fn authorize_timeout(mut self, timeout: Duration) -> Self {
         self.authorize_timeout = timeout;
         self
@@ -351,6 +372,12 @@ impl OAuthConfig {
                 ));
             }
         }
+        if self.authorize_timeout.is_zero() {
+            return Err(error(
+                "authorize_timeout",
+                "must be above zero: every sign-in would time out at once",
+            ));
+        }
         if crate::auth::require_secure(&self.redirect_uri).is_err() {
             return Err(error(
                 "redirect_uri",
@@ -373,6 +400,7 @@ impl PartialEq for OAuthConfig {
             && self.signing_algorithm == other.signing_algorithm
             && self.auth_method == other.auth_method
             && self.issuer == other.issuer
+            && self.allow_issuer_migration == other.allow_issuer_migration
             && self.headless == other.headless
             && self.enterprise == other.enterprise
             && self.dpop == other.dpop
@@ -415,6 +443,7 @@ impl fmt::Debug for OAuthConfig {
             .field("private_key", &self.private_key)
             .field("auth_method", &self.auth_method)
             .field("issuer", &self.issuer)
+            .field("allow_issuer_migration", &self.allow_issuer_migration)
             .field("enterprise", &self.enterprise)
             .field("dpop", &self.dpop)
             .field("client_metadata_url", &self.client_metadata_url)

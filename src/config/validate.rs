@@ -210,6 +210,21 @@ fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
                 "an Authorization header is configured too: keep one of them",
             ));
         }
+        // Bearer and DPoP tokens go with every request: never in cleartext over a network.
+        let cleartext = url::Url::parse(url)
+            .is_ok_and(|u| u.scheme() == "http" && !crate::auth::is_loopback(&u));
+        if cleartext {
+            return Err(Error::config(
+                server,
+                "url",
+                format!(
+                    "`{}` is plain HTTP to a host that is not loopback: OAuth tokens would \
+                     travel in cleartext; use https:// (plain http:// is allowed with OAuth \
+                     only for localhost, 127.0.0.0/8 and ::1)",
+                    redact_url(url)
+                ),
+            ));
+        }
         oauth.validate(server)?;
     }
     Ok(())
@@ -248,6 +263,40 @@ mod tests {
             .unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(e.to_string().contains("ftp://***@h.example/x?***"), "{e}");
+    }
+
+    /// Issue 22, defect 3: OAuth tokens never travel in cleartext off this machine.
+    #[cfg(feature = "http")]
+    #[test]
+    fn oauth_over_plain_http_is_refused_off_loopback() {
+        use crate::config::OAuthConfig;
+        let with_oauth = |url: &str| {
+            ServerConfig::http("h", url).oauth(OAuthConfig::client_credentials("c", "s"))
+        };
+        for bad in [
+            "http://mcp.example.com/mcp",
+            "http://10.0.0.1:8080/mcp",
+            "http://[fd00::1]/mcp",
+        ] {
+            let e = with_oauth(bad).validate().unwrap_err();
+            assert!(
+                matches!(e, Error::Config { ref field, .. } if field == "url"),
+                "{bad}: {e}"
+            );
+            assert!(e.to_string().contains("cleartext"), "{e}");
+        }
+        for ok in [
+            "https://mcp.example.com/mcp",
+            "http://localhost:3000/mcp",
+            "http://127.0.0.1:3000/mcp",
+            "http://[::1]:3000/mcp",
+        ] {
+            assert!(with_oauth(ok).validate().is_ok(), "{ok}");
+        }
+        // Without OAuth, plain HTTP stays the application's choice.
+        assert!(ServerConfig::http("h", "http://mcp.example.com/mcp")
+            .validate()
+            .is_ok());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! A headless [`Authorizer`]: it fetches the authorization URL without following the
 //! redirect and reads the callback parameters from `Location`, as an auto-approving
-//! authorization server allows. It counts its uses and can be told to decline.
+//! authorization server allows. It counts its uses, can be told to decline, and to take its
+//! time (a user who is slow to sign in).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_supervisor::auth::{
     AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer,
@@ -13,16 +15,22 @@ use mcp_supervisor::auth::{
 pub struct Headless {
     pub uses: Arc<AtomicUsize>,
     pub decline: Arc<AtomicBool>,
+    /// How long the user takes to sign in, in milliseconds.
+    pub slowness_ms: Arc<AtomicU64>,
 }
 
 impl Authorizer for Headless {
     fn authorize(&self, request: AuthorizationRequest) -> AuthorizeFuture {
         self.uses.fetch_add(1, Ordering::SeqCst);
         let decline = self.decline.load(Ordering::SeqCst);
+        let slowness = Duration::from_millis(self.slowness_ms.load(Ordering::SeqCst));
         Box::pin(async move {
             if decline {
                 return Err("the user is not here".into());
             }
+            // The user reading the page, typing a password: part of the scenario, not a
+            // synchronisation.
+            tokio::time::sleep(slowness).await;
             let client = awc::Client::builder().disable_redirects().finish();
             let response = client
                 .get(&request.url)

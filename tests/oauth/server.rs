@@ -14,6 +14,12 @@
 //! ([`OAuthServer::restart`]); tokens are not (they live in the authorization server).
 //! With [`OAuthServer::dpop`] on, DPoP-bound tokens need a proof for them and the server's
 //! nonce. The authorization server's endpoints are in `endpoints`.
+//!
+//! Switches for the hostile and the unlucky: the issuer the metadata publishes
+//! ([`OAuthServer::publish_issuer`], e.g. a plain-HTTP one, or another server's), the
+//! challenge's `resource_metadata` ([`OAuthServer::challenge_metadata`]), a token endpoint
+//! that fails ([`OAuthServer::token_fault`]) and access tokens no header can carry
+//! ([`OAuthServer::access_token_suffix`]).
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
@@ -58,6 +64,12 @@ pub struct Counts {
     pub mcp_403: usize,
     pub initialize: usize,
     pub prm: usize,
+    /// Authorization server metadata documents served.
+    pub as_metadata: usize,
+    /// Token requests of any kind, refused or not.
+    pub token_requests: usize,
+    /// Token requests answered with a fault ([`OAuthServer::token_fault`]).
+    pub token_faults: usize,
     /// The `scope` of each authorization request.
     pub authorize_scopes: Vec<String>,
 }
@@ -83,6 +95,23 @@ struct State {
     /// server's nonce.
     dpop: bool,
     dpop_bound: HashSet<String>,
+    /// The issuer published instead of the origin.
+    issuer: Option<String>,
+    /// The challenge's `resource_metadata` instead of this server's own.
+    challenge_metadata: Option<String>,
+    /// Token requests of this grant type answered with this fault.
+    token_fault: Option<(String, TokenFault)>,
+    /// Appended to every access token issued.
+    access_token_suffix: String,
+}
+
+/// How the token endpoint fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenFault {
+    /// HTTP 500 with an empty body.
+    ServerError,
+    /// HTTP 200 with a login page.
+    Html,
 }
 
 #[derive(Clone)]
@@ -97,6 +126,10 @@ impl Shared {
     }
     fn origin(&self) -> String {
         self.origin.lock().unwrap().clone()
+    }
+    /// The issuer the metadata names: the origin, unless another is published.
+    fn issuer(&self) -> String {
+        self.lock().issuer.clone().unwrap_or_else(|| self.origin())
     }
 }
 
@@ -198,6 +231,27 @@ impl OAuthServer {
         self.shared.lock().expires_in = seconds;
     }
 
+    /// The protected resource metadata names `issuer` as its authorization server, and this
+    /// server's authorization server metadata claims to be it (its endpoints stay here).
+    pub fn publish_issuer(&self, issuer: &str) {
+        self.shared.lock().issuer = Some(issuer.to_owned());
+    }
+
+    /// The `401` challenges point at `url` for the protected resource metadata.
+    pub fn challenge_metadata(&self, url: &str) {
+        self.shared.lock().challenge_metadata = Some(url.to_owned());
+    }
+
+    /// Token requests of `grant_type` are answered with `fault` (none: as usual).
+    pub fn token_fault(&self, grant_type: &str, fault: Option<TokenFault>) {
+        self.shared.lock().token_fault = fault.map(|f| (grant_type.to_owned(), f));
+    }
+
+    /// Every access token issued from now on ends with `suffix`.
+    pub fn access_token_suffix(&self, suffix: &str) {
+        self.shared.lock().access_token_suffix = suffix.to_owned();
+    }
+
     /// Stops and starts again on the same port: sessions are gone, tokens stay valid.
     pub async fn restart(self) -> OAuthServer {
         self.handle.stop(false).await;
@@ -217,16 +271,17 @@ async fn prm(shared: web::Data<Shared>) -> HttpResponse {
     let origin = shared.origin();
     HttpResponse::Ok().json(json!({
         "resource": format!("{origin}/mcp"),
-        "authorization_servers": [origin],
+        "authorization_servers": [shared.issuer()],
         "scopes_supported": ["mcp:basic"],
     }))
 }
 
 async fn as_metadata(shared: web::Data<Shared>) -> HttpResponse {
-    let o = shared.origin();
+    let (o, issuer) = (shared.origin(), shared.issuer());
+    shared.lock().counts.as_metadata += 1;
     let dpop = shared.lock().dpop;
     let mut metadata = json!({
-        "issuer": o,
+        "issuer": issuer,
         "authorization_endpoint": format!("{o}/authorize"),
         "token_endpoint": format!("{o}/token"),
         "registration_endpoint": format!("{o}/register"),
@@ -254,18 +309,27 @@ fn proof_claims(req: &HttpRequest) -> Option<Value> {
 
 const RS_NONCE: &str = "rs-nonce-1";
 
-fn challenge(origin: &str, status: u16, error: &str, scope: &str) -> HttpResponse {
-    let value = format!(
-        r#"Bearer error="{error}", scope="{scope}", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
-    );
+fn challenge(metadata: &str, status: u16, error: &str, scope: &str) -> HttpResponse {
+    let value =
+        format!(r#"Bearer error="{error}", scope="{scope}", resource_metadata="{metadata}""#);
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
         .insert_header(("www-authenticate", value))
         .finish()
 }
 
 /// `GET /mcp` (when switched on): a live bearer token, then a stream of one notification.
-async fn mcp_get(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
+/// Where the challenges say the protected resource metadata is.
+fn metadata_url(shared: &Shared) -> String {
     let origin = shared.origin();
+    shared
+        .lock()
+        .challenge_metadata
+        .clone()
+        .unwrap_or_else(|| format!("{origin}/.well-known/oauth-protected-resource/mcp"))
+}
+
+async fn mcp_get(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
+    let origin = metadata_url(&shared);
     let mut st = shared.lock();
     if !st.get_stream {
         return HttpResponse::MethodNotAllowed().finish();
@@ -288,7 +352,7 @@ async fn mcp_get(shared: web::Data<Shared>, req: HttpRequest) -> HttpResponse {
 }
 
 async fn mcp(shared: web::Data<Shared>, req: HttpRequest, body: web::Json<Value>) -> HttpResponse {
-    let origin = shared.origin();
+    let origin = metadata_url(&shared);
     let mut st = shared.lock();
     st.counts.mcp_posts += 1;
     let token = req

@@ -47,8 +47,15 @@ pub(super) async fn listen(shared: Rc<Shared>) {
             }
             None => 0,
         };
+        let request = match request::get(&shared, parser.last_event_id()) {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::warn!(server = %shared.server, error = %e, "the GET stream is not opened");
+                return;
+            }
+        };
         let response = tokio::select! {
-            response = request::get(&shared, parser.last_event_id()).send() => response,
+            response = request.send() => response,
             _ = shared.closed() => return,
         };
         let response = match response {

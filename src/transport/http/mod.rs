@@ -129,8 +129,13 @@ impl HttpHandle {
         let Some(session) = self.shared.session.borrow().clone() else {
             return;
         };
-        let request =
-            request::delete(&self.shared, session).timeout(grace.max(Duration::from_millis(100)));
+        let request = match request::delete(&self.shared, session) {
+            Ok(request) => request.timeout(grace.max(Duration::from_millis(100))),
+            Err(e) => {
+                tracing::debug!(server = %self.shared.server, error = %e, "the session is not deleted");
+                return;
+            }
+        };
         match request.send().await {
             Ok(resp) => {
                 tracing::debug!(server = %self.shared.server, status = %resp.status(), "session deleted")

@@ -2,7 +2,8 @@
 //! id those headers carry.
 //!
 //! Its own room so that what goes on the wire is decided in one place: the configured headers,
-//! the OAuth token (`Authorization: Bearer`, from the provider),
+//! the OAuth token (`Authorization: Bearer`, from the provider; a token it cannot present
+//! makes the request an error, never one without it),
 //! `Accept`/`Accept-Encoding`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
 //! and `MCP-Protocol-Version` (once the handshake agreed on one), and `Last-Event-ID` on a
 //! resuming GET. Sending and reading the answers is the callers' business.
@@ -27,57 +28,57 @@ pub(super) fn post(
     shared: &Shared,
     method: Option<&str>,
     headers: &[(String, String)],
-) -> (ClientRequest, bool) {
+) -> Result<(ClientRequest, bool), Error> {
     let mut request = shared
-        .request(shared.client.post(&shared.url))
+        .request(shared.client.post(&shared.url))?
         .insert_header((ACCEPT, "application/json, text/event-stream"))
         .insert_header((CONTENT_TYPE, "application/json"));
     if !headers.is_empty() {
         for (name, value) in headers {
             request = request.insert_header((name.as_str(), value.as_str()));
         }
-        return (request, false);
+        return Ok((request, false));
     }
-    if method == Some("initialize") {
+    Ok(if method == Some("initialize") {
         (request, false)
     } else {
         shared.with_session(request)
-    }
+    })
 }
 
 /// A GET for the session's event stream, resuming after `last_event_id` if given.
-pub(super) fn get(shared: &Shared, last_event_id: Option<&str>) -> ClientRequest {
+pub(super) fn get(shared: &Shared, last_event_id: Option<&str>) -> Result<ClientRequest, Error> {
     let request = shared
-        .request(shared.client.get(&shared.url))
+        .request(shared.client.get(&shared.url))?
         .insert_header((ACCEPT, "text/event-stream"));
     let (mut request, _) = shared.with_session(request);
     if let Some(id) = last_event_id {
         request = request.insert_header((LAST_EVENT_ID, id));
     }
-    request
+    Ok(request)
 }
 
 /// The DELETE that ends `session`.
-pub(super) fn delete(shared: &Shared, session: String) -> ClientRequest {
-    shared
-        .request(shared.client.delete(&shared.url))
-        .insert_header((SESSION_HEADER, session))
+pub(super) fn delete(shared: &Shared, session: String) -> Result<ClientRequest, Error> {
+    Ok(shared
+        .request(shared.client.delete(&shared.url))?
+        .insert_header((SESSION_HEADER, session)))
 }
 
 impl Shared {
-    /// Adds the configured headers to a request, and asks for an uncompressed answer: we
-    /// decompress nothing.
-    fn request(&self, mut request: ClientRequest) -> ClientRequest {
+    /// Adds the configured headers and the OAuth token to a request, and asks for an
+    /// uncompressed answer: we decompress nothing.
+    fn request(&self, mut request: ClientRequest) -> Result<ClientRequest, Error> {
         for (name, value) in &self.headers {
             request = request.insert_header((name.clone(), value.clone()));
         }
         if let Some(auth) = &self.auth {
             let method = request.get_method().as_str().to_owned();
-            for header in auth.headers(&method) {
+            for header in auth.headers(&method)? {
                 request = request.insert_header(header);
             }
         }
-        request.insert_header((ACCEPT_ENCODING, "identity"))
+        Ok(request.insert_header((ACCEPT_ENCODING, "identity")))
     }
 
     /// Adds the session and protocol version, when there are any.

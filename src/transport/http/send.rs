@@ -147,7 +147,19 @@ async fn post(
             }
             None => 0,
         };
-        let (request, had_session) = request::post(&shared, method.as_deref(), &headers);
+        let (request, had_session) = match request::post(&shared, method.as_deref(), &headers) {
+            Ok(built) => built,
+            // The token cannot be presented: the request does not go out without it.
+            Err(error) => {
+                match id {
+                    Some(id) => shared.emit(TransportEvent::CallFailed { id, error }).await,
+                    None => {
+                        tracing::warn!(server = %shared.server, error = %error, "a notification was not sent")
+                    }
+                }
+                return;
+            }
+        };
         let sent = tokio::select! {
             sent = request.send_body(body.clone()) => sent,
             _ = shared.closed() => return,

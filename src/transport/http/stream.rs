@@ -183,7 +183,14 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
         if !pause(shared, delay).await {
             return;
         }
-        let mut response = match request::get(shared, Some(&last)).send().await {
+        let request = match request::get(shared, Some(&last)) {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::debug!(server = %shared.server, error = %e, "the stream cannot be resumed");
+                break;
+            }
+        };
+        let mut response = match request.send().await {
             Ok(response) if is_readable_sse(&response) => response,
             Ok(response) if is_overloaded(response.status()) => {
                 // Not now: try again, not before the server's `Retry-After`.

@@ -15,6 +15,7 @@ pub(super) async fn authorize(
     shared: web::Data<Shared>,
     q: web::Query<HashMap<String, String>>,
 ) -> HttpResponse {
+    let issuer = shared.issuer();
     let mut st = shared.lock();
     st.counts.authorize += 1;
     st.counts
@@ -36,7 +37,7 @@ pub(super) async fn authorize(
     to.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", q.get("state").map_or("", String::as_str))
-        .append_pair("iss", &shared.origin());
+        .append_pair("iss", &issuer);
     HttpResponse::Found()
         .insert_header(("location", to.as_str()))
         .finish()
@@ -51,7 +52,7 @@ pub(super) async fn register(shared: web::Data<Shared>, body: web::Json<Value>) 
 
 fn issue(st: &mut State, granted: HashSet<String>, with_refresh: bool) -> Value {
     st.next += 1;
-    let access = format!("access-{MARK}-{}", st.next);
+    let access = format!("access-{MARK}-{}{}", st.next, st.access_token_suffix);
     st.access.insert(access.clone(), granted.clone());
     let bound = st.dpop && st.counts.dpop_token_proofs > 0;
     if bound {
@@ -83,6 +84,7 @@ pub(super) async fn token(
     form: web::Form<HashMap<String, String>>,
 ) -> HttpResponse {
     let mut st = shared.lock();
+    st.counts.token_requests += 1;
     if st.dpop {
         let proof = proof_claims(&req);
         let origin = shared.origin();
@@ -95,6 +97,19 @@ pub(super) async fn token(
     }
     if form.get("resource").map(String::as_str) != Some(&format!("{}/mcp", shared.origin())) {
         return oauth_error("invalid_target");
+    }
+    let grant = form.get("grant_type").cloned().unwrap_or_default();
+    if let Some((_, fault)) = st.token_fault.clone().filter(|(g, _)| *g == grant) {
+        if grant == "refresh_token" {
+            st.counts.token_refresh += 1;
+        }
+        st.counts.token_faults += 1;
+        return match fault {
+            TokenFault::ServerError => HttpResponse::InternalServerError().finish(),
+            TokenFault::Html => HttpResponse::Ok()
+                .content_type("text/html; charset=utf-8")
+                .body("<html><body>Please sign in to the proxy</body></html>"),
+        };
     }
     match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
