@@ -187,6 +187,7 @@ impl Attempt {
             notifications: Vec::new(),
             reused: false,
             answered: false,
+            initialize_sent: None,
         };
         let (negotiated, era_note) = session.open().await?;
 
@@ -239,13 +240,32 @@ struct Handshake<'a> {
     reused: bool,
     /// The server answered one of the handshake's requests with a result.
     answered: bool,
+    /// An `initialize` sent beside a probe, whose answer is still to come.
+    initialize_sent: Option<u64>,
 }
 
 impl Handshake<'_> {
-    async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
+    /// Sends request `method` shaped for the era being tried; returns its id.
+    fn send(&mut self, method: &str, params: Option<&Value>) -> u64 {
         let id = self.attempt.ids.next();
+        self.wire.request_value(id, method, params);
+        id
+    }
+
+    /// Sends request `method` and waits for its answer.
+    async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
+        let id = self.send(method, params.as_ref());
+        self.answer_to(&[(id, method)]).await.1
+    }
+
+    /// Waits for the answer to one of the requests `asked` (id and method), handling what
+    /// else the server sends meanwhile; returns which was answered, and how. A connection that
+    /// ends first answers the first of them with why.
+    async fn answer_to(&mut self, asked: &[(u64, &str)]) -> (u64, Result<Value, Error>) {
         let server = &self.attempt.server;
-        self.wire.request_value(id, method, params.as_ref());
+        let first = asked.first().map_or(0, |(id, _)| *id);
+        let of = |id: Option<u64>| asked.iter().find(|(ours, _)| Some(*ours) == id).copied();
+        let is_ours = |id: u64| asked.iter().any(|(ours, _)| *ours == id);
         // The messages of a line that only looked like a response, to go through first.
         let mut reparsed = VecDeque::new();
         loop {
@@ -257,7 +277,7 @@ impl Handshake<'_> {
                 },
             };
             match event {
-                TransportEvent::Closed(e) => return Err(e),
+                TransportEvent::Closed(e) => return (first, Err(e)),
                 TransportEvent::Message(Inbound::Response { id: got, result }) => {
                     let value = result.to_value();
                     // A line taken for a response by its fixed parts alone: routed as what it
@@ -270,17 +290,21 @@ impl Handshake<'_> {
                         }
                         continue;
                     }
-                    if got.as_ours() == Some(id) {
+                    if let Some((id, method)) = of(got.as_ours()) {
                         self.answered |= value.is_ok();
-                        return value
+                        let value = value
                             .map_err(|e| Error::invalid_response(server, method, e.to_string()));
+                        return (id, value);
                     }
                     tracing::debug!(server = %server, id = %server_text(&got.to_string()), "response to no request of the handshake; ignored");
                 }
-                TransportEvent::Message(Inbound::Error { id: got, error })
-                    if got.as_ref().and_then(Id::as_ours) == Some(id) =>
-                {
-                    return Err(Error::rpc(server, method, error))
+                TransportEvent::Message(Inbound::Error { id: got, error }) => {
+                    match of(got.as_ref().and_then(Id::as_ours)) {
+                        Some((id, method)) => return (id, Err(Error::rpc(server, method, error))),
+                        None => {
+                            tracing::debug!(server = %server, code = error.code, "error answer to no request of the handshake; ignored")
+                        }
+                    }
                 }
                 TransportEvent::Message(Inbound::Notification { method, params }) => {
                     if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
@@ -297,21 +321,27 @@ impl Handshake<'_> {
                         params,
                     );
                 }
-                TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
-                TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
-                    return Err(error)
+                TransportEvent::CallFailed { id: got, error } if is_ours(got) => {
+                    return (got, Err(error))
+                }
+                TransportEvent::Interrupted { ids, error } if ids.iter().any(|id| is_ours(*id)) => {
+                    let id = ids.iter().copied().find(|id| is_ours(*id)).unwrap_or(first);
+                    return (id, Err(error));
                 }
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
-                TransportEvent::Rejected(ids) if ids.contains(&id) => {}
+                TransportEvent::Rejected(ids) if ids.iter().any(|id| is_ours(*id)) => {}
                 other => {
                     tracing::debug!(server = %server, event = %server_text(&format!("{other:?}")), "ignored during handshake");
                 }
             }
         }
-        Err(Error::connection(
-            server,
-            "connection closed during the handshake",
-        ))
+        (
+            first,
+            Err(Error::connection(
+                server,
+                "connection closed during the handshake",
+            )),
+        )
     }
 
     async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {

@@ -40,6 +40,13 @@ impl Tried {
     }
 }
 
+/// What the probe was answered with: its own answer, or (a stdio server that was also asked
+/// `initialize`) the handshake's.
+enum Probed {
+    Discover(Result<serde_json::Value, Error>),
+    Initialize(Result<serde_json::Value, Error>),
+}
+
 /// Tries of an era in one attempt: the first, the other, and back once (a server whose answer
 /// to a probe came late, and pinned it to the era we had just left).
 const MAX_TRIES: usize = 3;
@@ -78,6 +85,10 @@ impl Handshake<'_> {
             let (reason, next_version) = match tried {
                 Tried::Open(negotiated) => {
                     self.attempt.learned.set(Some(negotiated.era));
+                    if negotiated.era != first && note.is_none() {
+                        // Opened in the other era by the handshake asked beside the probe.
+                        note = self.changed_note(first, "it did not answer server/discover");
+                    }
                     return Ok((*negotiated, note));
                 }
                 Tried::OtherEra { reason, version } => (reason, version),
@@ -87,12 +98,8 @@ impl Handshake<'_> {
             }
             let server = &self.attempt.server;
             tracing::debug!(server = %server, from = %era, to = %era.other(), reason = %reason, "speaking the other protocol era");
-            if self.attempt.plan.era.remembered == Some(first) {
-                // It spoke `first` last time: it changed, and says so here.
-                note = Some(format!(
-                    "the server no longer speaks the {era} protocol era ({reason}); now speaking {}",
-                    era.other()
-                ));
+            if note.is_none() {
+                note = self.changed_note(era, &reason);
             }
             if let Some(next) = next_version {
                 version = next;
@@ -118,17 +125,10 @@ impl Handshake<'_> {
             self.wire = Wire::modern(self.link.clone(), meta.clone(), self.attempt.is_http());
             let params = discover_params(meta.keys());
             let http = self.attempt.is_http();
-            // A server that does not know the method may not answer at all: that is an answer
-            // too (a real outage makes the handshake that follows fail as well).
-            let wait = self.attempt.settings.ping_timeout;
-            let probe = self.request("server/discover", Some(params));
-            let answer = match tokio::time::timeout(wait, probe).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    return Ok(Tried::other(format!(
-                        "no answer to server/discover within {wait:?}"
-                    )))
-                }
+            let probe = self.send("server/discover", Some(&params));
+            let answer = match self.probe_answer(probe).await {
+                Probed::Discover(answer) => answer,
+                Probed::Initialize(answer) => return self.initialize_answered(answer),
             };
             let rpc = match answer {
                 Ok(result) => return self.discovered(&version, &result, asked_again),
@@ -212,11 +212,60 @@ impl Handshake<'_> {
         Err(self.unsupported(&supported.join(", ")))
     }
 
-    /// The `initialize` handshake.
+    /// The `initialize` handshake (its request may be out already, sent beside a probe).
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
-        self.wire = Wire::legacy(self.link.clone());
+        let id = match self.initialize_sent.take() {
+            Some(id) => id,
+            None => self.send_initialize(),
+        };
+        let answer = self.answer_to(&[(id, "initialize")]).await.1;
+        self.initialize_answered(answer)
+    }
+
+    /// Sends `initialize`, shaped the session era's way whatever era is being tried.
+    fn send_initialize(&mut self) -> u64 {
         let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
-        let result = match self.request("initialize", Some(params)).await {
+        let id = self.attempt.ids.next();
+        Wire::legacy(self.link.clone()).request_value(id, "initialize", Some(&params));
+        id
+    }
+
+    /// Waits for the answer to the probe `probe`. An HTTP server answers every POST, and a
+    /// server the `protocol` setting pins to the modern era must answer it: they get the
+    /// attempt's whole time. A stdio server that does not know the method may not answer at
+    /// all (older SDKs print errors instead), which waiting cannot tell from a slow start: after
+    /// `ping_timeout` the handshake is asked too, on the same connection, and the first answer
+    /// decides. A server answers in order, so how long it takes to start does not change the
+    /// era it gets.
+    async fn probe_answer(&mut self, probe: u64) -> Probed {
+        let asked = [(probe, "server/discover")];
+        if self.attempt.is_http() || !self.attempt.settings.protocol.may_fall_back() {
+            return Probed::Discover(self.answer_to(&asked).await.1);
+        }
+        let wait = self.attempt.settings.ping_timeout;
+        if let Ok((_, answer)) = tokio::time::timeout(wait, self.answer_to(&asked)).await {
+            return Probed::Discover(answer);
+        }
+        tracing::debug!(server = %self.attempt.server, waited_ms = wait.as_millis() as u64, "no answer to server/discover yet; asking initialize too");
+        let init = self.send_initialize();
+        let (id, answer) = self
+            .answer_to(&[(probe, "server/discover"), (init, "initialize")])
+            .await;
+        if id == init {
+            return Probed::Initialize(answer);
+        }
+        // The probe came first; should it not open the modern era, the handshake goes on with
+        // the answer to this `initialize`, not another.
+        self.initialize_sent = Some(init);
+        Probed::Discover(answer)
+    }
+
+    /// What `initialize` was answered: the session era opened, or a modern server.
+    fn initialize_answered(
+        &mut self,
+        answer: Result<serde_json::Value, Error>,
+    ) -> Result<Tried, Error> {
+        let result = match answer {
             Ok(result) => result,
             Err(Error::Rpc {
                 code,
@@ -248,6 +297,7 @@ impl Handshake<'_> {
             });
         }
         let init = lifecycle::accept_initialize_result(&self.attempt.server, result)?;
+        self.wire = Wire::legacy(self.link.clone());
         self.connection.outbound.send(jsonrpc::notification_line(
             "notifications/initialized",
             None,
@@ -256,6 +306,17 @@ impl Handshake<'_> {
             .closer
             .initialized(&init.protocol_version.to_string());
         Ok(Tried::Open(Box::new(init.into())))
+    }
+
+    /// Why the era is not `left`, the one tried first, if the server spoke `left` last time
+    /// (it changed, and says so here).
+    fn changed_note(&self, left: Era, reason: &str) -> Option<String> {
+        (self.attempt.plan.era.remembered == Some(left)).then(|| {
+            format!(
+                "the server no longer speaks the {left} protocol era ({reason}); now speaking {}",
+                left.other()
+            )
+        })
     }
 
     /// No version in common: `version` is what the server named.
