@@ -1,5 +1,5 @@
 //! The checks shared by the fuzz targets (`fuzz/fuzz_targets/`) and by `cargo test`
-//! (`tests/parser_properties.rs`): simple reference models of the pure parsers, and runs of the
+//! (`tests/it/parser_properties.rs`): simple reference models of the pure parsers, and runs of the
 //! real parsers over an input cut into reads at given points.
 //!
 //! The rule behind every check: how a byte stream happens to be cut into reads must never change

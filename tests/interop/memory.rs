@@ -1,14 +1,12 @@
-//! Scenario 7 of the interop suite, in a test binary of its own so that the process's peak RSS
-//! belongs to it alone: a server that prints non-JSON lines and one that sends a 64 MiB line on
-//! stdout. Calls keep working, and the client never holds the long line in memory.
-//! Needs the servers `.ci/interop` installs; `#[ignore]`d in a plain `cargo test`.
-
-mod common;
+//! Scenario 7 of the interop suite, in a process of its own (`common::alone`) so that the
+//! process's peak RSS belongs to it alone: a server that prints non-JSON lines and one that
+//! sends a 64 MiB line on stdout. Calls keep working, and the client never holds the long line
+//! in memory. Needs the servers `.ci/interop` installs; `#[ignore]`d in a plain `cargo test`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use mcp_supervisor::*;
 use serde_json::json;
 
@@ -29,9 +27,12 @@ fn proc_status_bytes(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[actix::test]
-#[ignore = "needs the servers .ci/interop installs"]
-async fn s7_garbage_and_a_64_mib_line_keep_memory_bounded() {
+crate::test_alone!(
+    #[ignore = "needs the servers .ci/interop installs"]
+    s7_garbage_and_a_64_mib_line_keep_memory_bounded => garbage_and_a_64_mib_line
+);
+
+async fn garbage_and_a_64_mib_line() {
     let dir = PathBuf::from(
         std::env::var_os("MCP_INTEROP_DIR").expect("MCP_INTEROP_DIR: run through .ci/interop"),
     );

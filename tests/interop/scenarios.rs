@@ -3,14 +3,12 @@
 //! `tests/interop/.venv`), so they are `#[ignore]`d in a plain `cargo test`; `.ci/interop` runs
 //! them with `--ignored` and prints the table of figures they record.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::cutting_proxy::CuttingProxy;
+use crate::common::interop::*;
+use crate::common::*;
 use actix::Addr;
-use common::cutting_proxy::CuttingProxy;
-use common::interop::*;
-use common::*;
 use mcp_supervisor::protocol::era::ProtocolChoice;
 use mcp_supervisor::*;
 use nix::sys::signal::Signal;
@@ -25,18 +23,7 @@ fn everything(name: &str) -> ServerConfig {
     ])
 }
 
-/// The log lines of this test binary (a process-wide subscriber, installed once).
-fn logs() -> &'static LogCapture {
-    static LOGS: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = LogCapture::default();
-        logs.install_global();
-        logs
-    })
-}
-
 fn start(configs: Vec<ServerConfig>) -> (Addr<Supervisor>, Events) {
-    logs();
     let mut settings = quick_settings();
     settings.ping_timeout = Duration::from_secs(2);
     start_supervisor(settings, configs)
@@ -245,6 +232,7 @@ async fn s5_hung_server_times_out_then_recovers() {
 #[actix::test]
 #[ignore = "needs the servers .ci/interop installs"]
 async fn s6_slow_and_crashing_startups_end_ready() {
+    let (logs, _guard) = logs::capture(tracing::Level::DEBUG);
     let dir = tempdir();
     let server = npm_server("server-everything").display().to_string();
     let slow = ServerConfig::stdio("slow", "sh")
@@ -272,7 +260,7 @@ async fn s6_slow_and_crashing_startups_end_ready() {
         ]
     );
     assert_eq!(events.messages("slow"), ["Connected"]);
-    let warnings: Vec<_> = logs()
+    let warnings: Vec<_> = logs
         .lines()
         .into_iter()
         .filter(|l| {
@@ -491,7 +479,7 @@ async fn s2_kill_during_increment_loop_never_runs_twice() {
 /// Scenario 3 (Python SDK server over HTTP): killed and restarted on the same port, it answers
 /// 404 to the old session; calls succeed again and the subscription keeps delivering. Pinned
 /// to the session era, whose sessions this is about: `auto` speaks the 2026-07-28 revision to
-/// this dual-era server (`tests/interop_modern.rs` covers that).
+/// this dual-era server (`modern` covers that).
 #[actix::test]
 #[ignore = "needs the servers .ci/interop installs"]
 async fn s3_http_server_restart_is_invisible_python() {
@@ -539,7 +527,7 @@ async fn s3_http_server_restart_is_invisible_python() {
 /// Scenario 4: the SSE stream of a call is cut mid-way by a TCP proxy; the result arrives
 /// through GET + Last-Event-ID from the server's event store, and the tool ran once. Session
 /// era only (pinned): the 2026-07-28 revision has no resumption, and answers such a call
-/// `outcome_unknown` (see `tests/interop_modern.rs`).
+/// `outcome_unknown` (see `modern`).
 #[actix::test]
 #[ignore = "needs the servers .ci/interop installs"]
 async fn s4_sse_cut_mid_call_is_resumed() {

@@ -1,10 +1,8 @@
 //! Floods from the server: notifications faster than a subscriber takes them. Memory stays
 //! bounded; state changes always arrive; what is dropped is counted. (Part of the hostile
-//! suite, in a test binary of its own: RSS is a process-wide figure, and the other hostile
-//! tests — a panic's backtrace alone costs ~160 MiB — would blur it. The tests here run one at
-//! a time, under `SERIAL`.)
-
-mod common;
+//! suite, apart from it: RSS is a process-wide figure, and the tests beside these — a panic's
+//! backtrace alone costs ~160 MiB — would blur it, so each test here runs in a process of its
+//! own, `common::alone`.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,12 +12,9 @@ use actix::prelude::*;
 use mcp_supervisor::{Call, Reconnect, ServerEvent, Supervisor};
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 const FLOOD: u64 = 300_000;
-
-/// RSS figures mean something only while one test runs.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A subscriber that takes 100 µs per event, on an arbiter of its own.
 struct Slow {
@@ -56,12 +51,14 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Defect 10 (second half): a subscriber that does not keep up used to cost us a queue of
-/// every event (+209 MiB). Each subscriber's queue is bounded now: notifications beyond it are
-/// dropped and counted, state changes are never lost.
-#[actix::test]
-async fn a_slow_subscriber_costs_a_bounded_queue() {
-    let _serial = SERIAL.lock().await;
+crate::test_alone!(
+    /// Defect 10 (second half): a subscriber that does not keep up used to cost us a queue of
+    /// every event (+209 MiB). Each subscriber's queue is bounded now: notifications beyond it are
+    /// dropped and counted, state changes are never lost.
+    a_slow_subscriber_costs_a_bounded_queue => flood_a_slow_subscriber
+);
+
+async fn flood_a_slow_subscriber() {
     let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
         {"repeat": FLOOD, "do": [
             {"notify": "notifications/message", "params": {"level": "info", "data": "flood"}}
@@ -134,13 +131,15 @@ async fn a_slow_subscriber_costs_a_bounded_queue() {
     arbiter.stop();
 }
 
-/// A server that floods us with requests and never reads our answers: its pipe fills, and
-/// before, every answer queued up in our memory behind it. Now a request from it is read only
-/// while fewer than 64 lines wait for its stdin, so it is held up by its own pipe; the calls
-/// that cannot be written time out, the liveness check fails, and a fresh process takes over.
-#[actix::test]
-async fn a_server_that_does_not_read_our_answers_is_held_up_by_its_pipe() {
-    let _serial = SERIAL.lock().await;
+crate::test_alone!(
+    /// A server that floods us with requests and never reads our answers: its pipe fills, and
+    /// before, every answer queued up in our memory behind it. Now a request from it is read only
+    /// while fewer than 64 lines wait for its stdin, so it is held up by its own pipe; the calls
+    /// that cannot be written time out, the liveness check fails, and a fresh process takes over.
+    a_server_that_does_not_read_our_answers_is_held_up_by_its_pipe => flood_from_a_deaf_server
+);
+
+async fn flood_from_a_deaf_server() {
     let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
         {"spawn": [{"repeat": 400_000, "do": [{"request": "ping", "id": "p"}]}]},
         {"stop_reading": true}

@@ -2,14 +2,13 @@
 //! sessions that the server forgets, streams cut mid-call, a server that goes away, refused
 //! credentials.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::http_server::{GetMode, SessionGone, TestHttpServer};
+use crate::common::*;
+use crate::in_both_eras;
 use actix::{Actor, Addr, Context, Handler, Recipient};
-use common::http_server::{GetMode, SessionGone, TestHttpServer};
-use common::*;
 use mcp_supervisor::*;
 use serde_json::json;
 
@@ -278,7 +277,7 @@ async fn a_server_error_fails_that_call_by_its_retry_rules_and_keeps_the_session
     let server = TestHttpServer::start().await;
     let (sup, events) = start(ServerConfig::http("web", server.url()));
     events.ready("web", 1).await;
-    // (503 and 429 say "not processed, overloaded": tests/hostile/http.rs.)
+    // (503 and 429 say "not processed, overloaded": tests/it/hostile/http/.)
     server.faults().status_override(Some(500));
     // tools/call on an untrusted server: it may have run, so it is not re-sent.
     let err = sup.send(echo("x")).await.unwrap().unwrap_err();

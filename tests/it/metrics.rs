@@ -1,11 +1,10 @@
-//! The `metrics` feature: a call, a kill -9 and the reconnect, as a recorder sees them. One
-//! global recorder per test binary, so this test lives alone.
-
-mod common;
+//! The `metrics` feature: a call, a kill -9 and the reconnect, as a recorder sees them. The
+//! recorder is this test's thread's (`metrics::with_local_recorder`), not the process's: the
+//! tests beside it record too, and the actors of an actix system all run on its thread.
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use mcp_supervisor::*;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
@@ -64,11 +63,16 @@ impl Taken {
     }
 }
 
-#[actix::test]
-async fn calls_states_and_reconnects_are_recorded() {
+#[test]
+fn calls_states_and_reconnects_are_recorded() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    recorder.install().expect("one recorder per test binary");
+    metrics::with_local_recorder(&recorder, || {
+        actix::System::new().block_on(call_kill_and_reconnect(&snapshotter))
+    });
+}
+
+async fn call_kill_and_reconnect(snapshotter: &Snapshotter) {
     telemetry::describe();
 
     let dir = tempdir();
@@ -76,7 +80,7 @@ async fn calls_states_and_reconnects_are_recorded() {
     events.ready("demo", 1).await;
     let ready = [("server", "demo"), ("state", "ready")];
     assert_eq!(
-        Taken::now(&snapshotter).gauge("mcp_server_state", &ready),
+        Taken::now(snapshotter).gauge("mcp_server_state", &ready),
         Some(1.0)
     );
 
@@ -85,7 +89,7 @@ async fn calls_states_and_reconnects_are_recorded() {
     sup.send(echo).await.unwrap().expect("answered");
     let missing = CallTool::new("demo", "no_such_tool", json!({})).timeout(Duration::from_secs(10));
     let _ = sup.send(missing).await.unwrap();
-    let taken = Taken::now(&snapshotter);
+    let taken = Taken::now(snapshotter);
     let ok = [
         ("server", "demo"),
         ("method", "tools/call"),
@@ -101,7 +105,7 @@ async fn calls_states_and_reconnects_are_recorded() {
     let pid = status(&sup, "demo").await.pid.expect("a pid");
     kill(pid, nix::sys::signal::Signal::SIGKILL);
     events.ready("demo", 2).await;
-    let taken = Taken::now(&snapshotter);
+    let taken = Taken::now(snapshotter);
     assert_eq!(
         taken.counter("mcp_reconnects_total", &[("server", "demo")]),
         1

@@ -4,7 +4,7 @@
 //! (`fuzz/checks.rs`); the corpus in `fuzz/corpus/` runs here too, so `cargo test` covers what
 //! the fuzzers found.
 
-#[path = "../fuzz/checks.rs"]
+#[path = "../../fuzz/checks.rs"]
 mod checks;
 
 use checks::*;

@@ -1,12 +1,11 @@
 //! The runtime's features against the real demo server: routing, status, events, server
 //! requests, progress, limits, configuration errors, run-time changes and actor supervision.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::*;
+use crate::in_both_eras;
 use actix::{Actor, Addr, Context, Handler};
-use common::*;
 use mcp_supervisor::*;
 use serde_json::{json, Value};
 
@@ -442,12 +441,33 @@ async fn configuration_and_protocol_errors_are_typed() {
     );
 }
 
+/// A variable of this process's environment that a child does not get by default (it is not
+/// in `config::SAFE_ENV_VARS`), with its value: `cargo test` sets several (`CARGO_PKG_NAME`,
+/// ...). Read, never set: the tests share the process, and setting a variable races with the
+/// other tests' threads reading the environment as they start children.
+fn a_variable_children_do_not_get() -> (String, String) {
+    let plain = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_graphic() && !b"\\]$`\"".contains(&b))
+    };
+    std::env::vars()
+        .filter(|(key, value)| {
+            !config::SAFE_ENV_VARS.contains(&key.as_str())
+                && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !value.is_empty()
+                && value.len() <= 100
+                && plain(value)
+        })
+        .min()
+        .expect("a variable outside SAFE_ENV_VARS in the test's environment")
+}
+
 async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
-    std::env::set_var("MCP_SUPERVISOR_TEST_SECRET", "hunter2");
-    let script = "echo \"secret=[$MCP_SUPERVISOR_TEST_SECRET] path=[${PATH:+set}]\" >&2; exit 1";
+    let (variable, value) = a_variable_children_do_not_get();
+    let script = format!("echo \"secret=[${variable}] path=[${{PATH:+set}}]\" >&2; exit 1");
     let server = |name: &str| {
         ServerConfig::stdio(name, "/bin/sh")
-            .args(["-c", script])
+            .args(["-c", &script])
             .max_connect_retries(0)
     };
     let (sup, events) = start_supervisor(
@@ -467,7 +487,7 @@ async fn the_child_gets_a_safe_environment_unless_told_to_inherit() {
     assert!(
         inherit
             .stderr_tail()
-            .contains(&"secret=[hunter2] path=[set]".to_string()),
+            .contains(&format!("secret=[{value}] path=[set]")),
         "{inherit}"
     );
     sup.send(Shutdown).await.unwrap();

@@ -1,17 +1,13 @@
-//! (e) of the core checks, in a test binary of its own: it counts WARN lines, and only a
-//! process-wide subscriber sees every log line reliably (thread-local ones race with other
-//! tests' in the same binary).
+//! (e) of the core checks: it counts WARN lines, of its own thread only (`common::logs`), so
+//! that the retries of the tests beside it are not counted.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mcp_supervisor::*;
 
 /// (e) Start-up failing twice, then succeeding: Ready after exactly two WARN retries.
 #[actix::test]
 async fn startup_failing_twice_is_ready_after_two_retries() {
-    let logs = LogCapture::default();
-    logs.install_global();
+    let (logs, _guard) = logs::capture(tracing::Level::DEBUG);
     let dir = tempdir();
     let config = demo("flaky", dir.path()).env("DEMO_FAIL_STARTS", "2");
     let (sup, events) = start_supervisor(quick_settings(), [config]);

@@ -1,12 +1,11 @@
 //! The core runtime against the real demo server over stdio, under the faults it exists for:
 //! crashes, hangs, failing start-ups, garbage on stdout, and shutdown.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::*;
+use crate::in_both_eras;
 use actix::{Addr, System};
-use common::*;
 use mcp_supervisor::*;
 use nix::sys::signal::Signal;
 use serde_json::json;

@@ -1,42 +1,24 @@
 //! The spans a service's traces get from us: one `mcp.connect` per connection attempt, with
 //! its outcome, era and protocol version when it ends, and one `mcp.call` per call, a child of
-//! the span the caller was in when it made the call. One global subscriber per test binary, so
-//! these tests live apart (and share it).
+//! the span the caller was in when it made the call. Each test captures its own thread's spans
+//! (`common::logs`), so the other tests' servers of the same names do not show up.
 
-mod common;
-
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::*;
+use crate::common::logs::{set_thread_default, LogCapture};
+use crate::common::*;
 use mcp_supervisor::*;
 use serde_json::json;
+use tracing::dispatcher::DefaultGuard;
 use tracing_subscriber::fmt::format::FmtSpan;
 
-/// Everything the subscriber writes, with each span's fields as it closes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+/// Everything this thread's subscriber writes, with each span's fields as it closes.
+struct Captured(LogCapture);
 
 impl Captured {
-    /// The process's one capture, installed by the first test that asks.
-    fn get() -> &'static Captured {
-        static CAPTURED: OnceLock<Captured> = OnceLock::new();
-        CAPTURED.get_or_init(Captured::install)
-    }
-
-    fn install() -> Captured {
-        let captured = Captured::default();
+    /// Captures this thread's spans until the guard drops.
+    fn start() -> (Captured, DefaultGuard) {
+        let captured = LogCapture::default();
         let writer = captured.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::INFO)
@@ -44,19 +26,18 @@ impl Captured {
             .with_span_events(FmtSpan::CLOSE)
             .with_writer(move || writer.clone())
             .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
-        captured
+        (Captured(captured), set_thread_default(subscriber))
     }
 
     /// The lines that report a closed `name` span of `server`.
     fn closed(&self, name: &str, server: &str) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
+        self.0
             .lines()
+            .into_iter()
             .filter(|l| {
                 l.contains(&format!("{name}{{")) && l.contains(&format!("server={server} "))
             })
             .filter(|l| l.contains(": close "))
-            .map(str::to_owned)
             .collect()
     }
 
@@ -67,7 +48,7 @@ impl Captured {
 
 #[actix::test]
 async fn each_connection_attempt_is_a_span_with_its_outcome() {
-    let captured = Captured::get();
+    let (captured, _guard) = Captured::start();
     let dir = tempdir();
     let missing = ServerConfig::stdio("missing", "/nonexistent/mcp-server");
     let mut settings = quick_settings();
@@ -105,7 +86,7 @@ async fn each_connection_attempt_is_a_span_with_its_outcome() {
 
 #[actix::test]
 async fn each_call_is_a_span_under_the_callers_span() {
-    let captured = Captured::get();
+    let (captured, _guard) = Captured::start();
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), [demo("spans", dir.path())]);
     events.ready("spans", 1).await;

@@ -2,14 +2,12 @@
 //! server in front of real demo servers: `GET /status`, `GET /status/events`, and errors
 //! answered as a gateway answers them.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{demo, kill, quick_settings, start_supervisor, tempdir, three_servers};
 use actix::Addr;
 use actix_web::{web, App, HttpServer};
 use bytes::Bytes;
-use common::{demo, kill, quick_settings, start_supervisor, tempdir, three_servers};
 use futures_util::{Stream, StreamExt};
 use mcp_supervisor::model::CallToolResult;
 use mcp_supervisor::web::status_scope;

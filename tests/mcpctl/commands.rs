@@ -3,7 +3,7 @@
 //! HTTP test server), every command's `--json` lines (`watch` too), what `status` shows of a
 //! failed server, the spinners on a terminal, and the exit codes.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

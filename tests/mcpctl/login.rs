@@ -2,16 +2,13 @@
 //! the test plays the browser (it follows the printed authorization URL to mcpctl's loopback
 //! callback), and the tokens mcpctl keeps are then used by the next command with no login.
 
-mod common;
-mod oauth {
-    pub mod server;
-}
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::Stdio;
 use std::time::Duration;
 
-use oauth::server::OAuthServer;
+use crate::common::oauth_server::OAuthServer;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
@@ -92,7 +89,10 @@ async fn login_in_the_browser_then_calls_with_the_kept_tokens() {
     let mode = std::fs::metadata(&tokens).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "the token file is the user's only");
     let kept = std::fs::read_to_string(&tokens).unwrap();
-    assert!(kept.contains(oauth::server::MARK), "the tokens are kept");
+    assert!(
+        kept.contains(common::oauth_server::MARK),
+        "the tokens are kept"
+    );
 
     // The next command finds the tokens: no browser, no new authorization.
     let authorized = server.counts().authorize;

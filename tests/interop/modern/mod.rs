@@ -12,16 +12,14 @@
 //! dual-era to modern-only while supervised. `#[ignore]`d: `.ci/interop` installs the pinned
 //! servers, runs these with `--ignored` and prints the figures they record.
 
-mod common;
-#[path = "interop_modern/peers.rs"]
 mod peers;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::interop::*;
+use crate::common::*;
 use actix::{Actor, Addr, Recipient};
-use common::interop::*;
-use common::*;
 use mcp_supervisor::protocol::era::{Era, ProtocolChoice};
 use mcp_supervisor::*;
 use nix::sys::signal::Signal;

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::pipe::{modern, Demo};
+use super::pipe::{modern, Demo};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 

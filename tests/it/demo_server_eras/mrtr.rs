@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::pipe::{modern, text, Demo};
+use super::pipe::{modern, text, Demo};
 
 fn confirm(arguments: Value) -> Value {
     modern(json!({"name": "confirm", "arguments": arguments}))

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::pipe::{modern, text, Demo};
+use super::pipe::{modern, text, Demo};
 
 #[test]
 fn discover_describes_the_server_and_pins_nothing() {

@@ -3,9 +3,6 @@
 //! supervised. The servers are the in-tree demo server (stdio, `DEMO_ERA`) and the in-tree HTTP
 //! test server (`Era`), each speaking the session era, the 2026-07-28 revision, or both.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod era_change;
 mod http;
 mod listen;

@@ -3,10 +3,7 @@
 //! misuse. Each module is one family of hostile behaviour; every case checks that the runtime
 //! keeps its promises: one right answer per call by its deadline, no panic, no unbounded loop or
 //! memory, and server text that cannot forge our logs. (Cases that measure memory are in
-//! `tests/bounded_memory.rs`, a binary of their own.)
-
-#[path = "../common/mod.rs"]
-mod common;
+//! `bounded_memory`, each in a process of its own.)
 
 mod handshake;
 mod http;

@@ -5,8 +5,9 @@
 //! with no control character, and what we keep of its text is bounded.
 //!
 //! Logs are captured with tracing-subscriber's default `fmt` formatter, as a thread-local
-//! default: an `#[actix::test]` runs the supervisor, its actors and the stdio transport's tasks
-//! on the test's own thread, so the capture sees them all and no other test's lines.
+//! default (`common::logs`): an `#[actix::test]` runs the supervisor, its actors and the stdio
+//! transport's tasks on the test's own thread, so the capture sees them all and no other test's
+//! lines.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use mcp_supervisor::{Call, ErrorKind, ServerConfig, Settings, Shutdown};
 use serde_json::json;
 
+use crate::common::logs::set_thread_default;
 use crate::common::*;
 
 /// The timestamp the forgeries use: no line of ours starts with it.
@@ -55,9 +57,7 @@ fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    let guard = tracing::subscriber::set_default(subscriber);
-    tracing::callsite::rebuild_interest_cache();
-    (logs, guard)
+    (logs, set_thread_default(subscriber))
 }
 
 /// A bidi control, a C1 control or another control character a log line must not carry.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::http_server::{Era, TestHttpServer};
 use crate::common::until;
 

@@ -7,9 +7,6 @@
 //! (call streams and listen streams), `mrtr` (`confirm`'s rounds), `eras` (discover and no
 //! session, legacy-only and modern-only answers, an upgrade at run time).
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod client;
 mod eras;
 mod headers;

@@ -1,53 +1,63 @@
 //! Authorization (MCP's OAuth profile) against the in-tree authorization server and the MCP
-//! server it protects (`oauth/server.rs`): the client credentials service, the authorization
+//! server it protects (`common::oauth_server`): the client credentials service, the authorization
 //! code flow through an `Authorizer`, expiry mid-session (one refresh, one re-send), refresh
 //! failure (authorization required, no loop), step-up, a server restart with the token still
 //! valid, and that no secret reaches the logs or any `Debug` output.
 
-mod common;
-mod oauth {
-    pub mod headless;
-    pub mod server;
-}
+mod headless;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Events, LogCapture};
+use crate::common::logs::{self, LogCapture};
+use crate::common::oauth_server::{
+    OAuthServer, CLIENT_ID, CLIENT_SECRET, ID_TOKEN, MARK, WORKLOAD_JWT,
+};
+use crate::common::{self, Events};
+use headless::Headless;
 use mcp_supervisor::auth::{MemoryTokenStore, TokenStore};
 use mcp_supervisor::config::OAuthConfig;
 use mcp_supervisor::{
     CallTool, Error, ErrorKind, GetStatus, ListTools, ServerConfig, ServerState, Supervisor,
 };
-use oauth::headless::Headless;
-use oauth::server::{OAuthServer, CLIENT_ID, CLIENT_SECRET, ID_TOKEN, MARK, WORKLOAD_JWT};
 use serde_json::json;
+use tracing::dispatcher::DefaultGuard;
 
 const NAME: &str = "crm";
 
-/// Trace output of the whole process (every crate), captured once per test binary.
-fn logs() -> &'static LogCapture {
-    static LOGS: std::sync::OnceLock<LogCapture> = std::sync::OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = LogCapture::default();
-        let writer = logs.clone();
-        // `try_init`, not `set_global_default`: it also routes the `log` records of awc and
-        // actix-http into the capture, as an application's `RUST_LOG=trace` would show them.
-        use tracing_subscriber::util::SubscriberInitExt as _;
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish()
-            .try_init()
-            .expect("one global subscriber");
-        logs
-    })
+/// This test's trace output, every crate's (`log` records of awc and actix-http too, as an
+/// application's `RUST_LOG=trace` would show them), captured on the test's thread, where its
+/// supervisor and HTTP client run. When the test ends, no line may hold a secret: each test's
+/// flow is checked, not only `no_secret_in_trace_logs`'s.
+struct TraceWatch {
+    logs: LogCapture,
+    _guard: DefaultGuard,
+}
+
+impl TraceWatch {
+    fn start() -> TraceWatch {
+        let (logs, _guard) = logs::capture(tracing::Level::TRACE);
+        TraceWatch { logs, _guard }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.logs.lines()
+    }
+}
+
+impl Drop for TraceWatch {
+    fn drop(&mut self) {
+        // A test that failed already says why; a second panic would abort.
+        if !std::thread::panicking() {
+            for line in self.lines() {
+                assert_no_secret("a log line", &line);
+            }
+        }
+    }
 }
 
 fn start(config: ServerConfig) -> (actix::Addr<Supervisor>, Events) {
-    logs();
     let (events, recipient) = Events::start();
     let sup = Supervisor::builder()
         .server(
@@ -84,6 +94,7 @@ fn assert_no_secret(what: &str, text: &str) {
 
 #[actix::test]
 async fn a_service_authorizes_with_client_credentials() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let config = ServerConfig::http(NAME, server.url())
         .oauth(OAuthConfig::client_credentials(CLIENT_ID, CLIENT_SECRET));
@@ -108,6 +119,7 @@ async fn a_service_authorizes_with_client_credentials() {
 
 #[actix::test]
 async fn authorization_code_then_expiry_mid_session_is_one_refresh_and_one_resend() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let authorizer = Headless::default();
     let (sup, events) = start(code_config(
@@ -148,6 +160,7 @@ async fn authorization_code_then_expiry_mid_session_is_one_refresh_and_one_resen
 
 #[actix::test]
 async fn tokens_about_to_expire_are_refreshed_before_they_are_sent() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     server.expires_in(Some(5)); // within the refresh margin: due before every request
     let authorizer = Headless::default();
@@ -169,6 +182,7 @@ async fn tokens_about_to_expire_are_refreshed_before_they_are_sent() {
 
 #[actix::test]
 async fn a_failed_refresh_means_authorization_required_not_a_loop() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let authorizer = Headless::default();
     let (sup, events) = start(code_config(
@@ -225,6 +239,7 @@ async fn a_failed_refresh_means_authorization_required_not_a_loop() {
 
 #[actix::test]
 async fn insufficient_scope_steps_up_once_and_is_bounded() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let authorizer = Headless::default();
     let (sup, events) = start(code_config(
@@ -261,6 +276,7 @@ async fn insufficient_scope_steps_up_once_and_is_bounded() {
 
 #[actix::test]
 async fn a_server_restart_with_the_token_still_valid_needs_no_new_authorization() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let authorizer = Headless::default();
     let store: Arc<dyn TokenStore> = Arc::new(MemoryTokenStore::default());
@@ -298,6 +314,7 @@ async fn a_server_restart_with_the_token_still_valid_needs_no_new_authorization(
 
 #[actix::test]
 async fn no_secret_in_trace_logs() {
+    let trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let authorizer = Headless::default();
     let (sup, events) = start(code_config(
@@ -314,7 +331,7 @@ async fn no_secret_in_trace_logs() {
     );
     events2.ready("cc", 1).await;
     drop((sup, sup2));
-    let lines = logs().lines();
+    let lines = trace.lines();
     assert!(
         lines.iter().any(|l| l.contains("TRACE actix_http")),
         "the dependencies' trace output is captured too"
@@ -330,6 +347,7 @@ async fn no_secret_in_trace_logs() {
 
 #[actix::test]
 async fn a_server_refusing_every_token_costs_one_authorization_per_request() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     server.refuse_all_tokens(true);
     let authorizer = Headless::default();
@@ -353,6 +371,7 @@ async fn a_server_refusing_every_token_costs_one_authorization_per_request() {
 
 #[actix::test]
 async fn a_workload_authorizes_with_its_jwt_and_a_refused_one_is_not_retried() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let config = ServerConfig::http(NAME, server.url())
         .oauth(OAuthConfig::jwt_bearer("workload", || {
@@ -387,6 +406,7 @@ async fn a_workload_authorizes_with_its_jwt_and_a_refused_one_is_not_retried() {
 
 #[actix::test]
 async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     let idp = mcp_supervisor::auth::EnterpriseIdp::new(
         format!("{}/idp/token", server.issuer()),
@@ -413,6 +433,7 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag()
 
 #[actix::test]
 async fn dpop_binds_the_token_and_proves_every_request_with_the_servers_nonce() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     server.dpop(true);
     let config = ServerConfig::http(NAME, server.url())
@@ -439,6 +460,7 @@ async fn dpop_binds_the_token_and_proves_every_request_with_the_servers_nonce() 
 /// (server messages would stop for the rest of the connection).
 #[actix::test]
 async fn the_get_stream_reopens_with_a_renewed_token() {
+    let _trace = TraceWatch::start();
     let server = OAuthServer::start().await;
     server.get_stream(true);
     let authorizer = Headless::default();
