@@ -1,5 +1,5 @@
 //! The checks of the fuzz targets, shared by `cargo fuzz` (`fuzz/fuzz_targets/`, one thin file
-//! per target) and by `cargo test` (`tests/parser_properties.rs`, which runs them over
+//! per target) and by `cargo test` (`tests/it/parser_properties.rs`, which runs them over
 //! proptest inputs and over every file of `fuzz/corpus/`).
 //!
 //! One file per target under `checks/`, each with its entry `fuzz_<target>` and the plain

@@ -157,6 +157,8 @@
 //!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`) and shared
 //!   helpers for load, statistics, `/proc` figures and the report.
 //! - `fuzz/`: cargo-fuzz targets for the parsers; their checks also run in `cargo test`.
+//! - `tests/`: the integration tests, in five binaries: `it` (every in-tree suite, one module
+//!   each), `interop`, `soak`, `browser` and `mcpctl`, with their shared helpers in `common/`.
 
 #![warn(missing_docs)]
 

@@ -1,5 +1,5 @@
 //! A scriptable, misbehaving MCP server over stdio, for the hostile-server test suite
-//! (`tests/hostile/`). Where the demo server has a fixed set of fault switches, this one does
+//! (`tests/it/hostile/`). Where the demo server has a fixed set of fault switches, this one does
 //! whatever the test's script says, one action at a time, so that each hostile case is a few
 //! lines of JSON in its test rather than a new mode here.
 //!

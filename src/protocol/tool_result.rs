@@ -8,7 +8,7 @@
 //! member, so a block whose first member says `"text"` is read straight into a
 //! [`TextContent`]; any other block is handed to rmcp as a `Value`. The rules of the result
 //! itself (at least one known member, `resultType` `complete` when present, a present
-//! `structuredContent: null` kept) are rmcp's, and `tests/tool_results.rs` holds the two
+//! `structuredContent: null` kept) are rmcp's, and `tests/it/tool_results.rs` holds the two
 //! parses to the same outcome.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Helpers of the interop suites (`tests/interop.rs`, `tests/interop_modern.rs`): where
+//! Helpers of the interop suite (`tests/interop/`, session era and 2026-07-28): where
 //! `.ci/interop` installed the pinned third-party servers, free loopback ports, and waiting
 //! for an HTTP server to listen.
 

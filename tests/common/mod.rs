@@ -1,10 +1,15 @@
-//! Helpers shared by the integration tests: the demo server's config, an event collector that
-//! tests can await, and process-table checks.
+//! Helpers shared by the integration test crates (`tests/it/`, `tests/interop/`, `tests/soak/`,
+//! `tests/mcpctl/`, `tests/browser.rs`): the demo server's config, an event collector that
+//! tests can await, and process-table checks; the in-tree HTTP and OAuth test servers; log
+//! capture per test (`logs`) and tests that run in a process of their own (`alone`).
 #![allow(dead_code)]
 
+pub mod alone;
 pub mod cutting_proxy;
 pub mod http_server;
 pub mod interop;
+pub mod logs;
+pub mod oauth_server;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -382,40 +387,6 @@ pub fn tempdir() -> tempfile::TempDir {
 
 pub fn path(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().to_path_buf()
-}
-
-/// Captures formatted log output on this thread, for tests that count WARN lines.
-#[derive(Clone, Default)]
-pub struct LogCapture(Arc<Mutex<Vec<u8>>>);
-
-impl LogCapture {
-    /// Installs the capture as the process-wide subscriber (once per test binary).
-    pub fn install_global(&self) {
-        let writer = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
-    }
-
-    pub fn lines(&self) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl std::io::Write for LogCapture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Appends one row (scenario, result, figure) to the table `.ci/interop` prints at the end.

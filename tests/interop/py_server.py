@@ -13,8 +13,8 @@ SSE answers (not JSON), and resumable streams (GET + `Last-Event-ID`) through th
 Dual-era, as mcp 2.3 always is (it has no switch for one era alone): on stdio the first request
 pins the era (a `server/discover` probe pins the 2026-07-28 revision); over HTTP each request is
 routed by its `MCP-Protocol-Version` header, the session era to the stateful sessions above and
-2026-07-28 to the SDK's stateless handler. `tests/interop.rs` pins the session era where it tests
-sessions; `tests/interop_modern.rs` speaks both.
+2026-07-28 to the SDK's stateless handler. `tests/interop/scenarios.rs` pins the session era where
+it tests sessions; `tests/interop/modern/` speaks both.
 
 Tools:
     echo(text)                      -> text (readOnlyHint)

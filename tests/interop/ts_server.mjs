@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A small MCP server on the official TypeScript SDK v2 (@modelcontextprotocol/server 2.4.0,
 // pinned in package.json) for the interop tests of the 2026-07-28 revision
-// (tests/interop_modern.rs, run by .ci/interop).
+// (tests/interop/modern/, run by .ci/interop).
 //
 // Usage:
 //   node ts_server.mjs stdio MODE

@@ -1,0 +1,21 @@
+//! The interop suite: the runtime against pinned third-party MCP servers that `.ci/interop`
+//! installs beside this file (npm packages into `node_modules/`, the Python SDK and
+//! `mcp-server-time` into `.venv/`). Every test is `#[ignore]`d in a plain `cargo test`;
+//! `.ci/interop` runs them with `--ignored` and prints the table of figures they record.
+//!
+//! - `scenarios`: the numbered rows, in the session era (kills, stalls, slow and crashing
+//!   start-ups, shutdown, the reference servers, the Python SDK server).
+//! - `memory`: row 7, garbage and a 64 MiB line on stdout; its peak RSS is measured in a
+//!   process of its own (`common::alone`).
+//! - `modern`: the 2026-07-28 revision beside the session era (rows marked M), with the
+//!   TypeScript and Python SDK servers and `mcp-server-time`.
+//!
+//! One process runs them all: logs are captured per test (`common::logs`), never by a global
+//! subscriber.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod memory;
+mod modern;
+mod scenarios;

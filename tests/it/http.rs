@@ -1,0 +1,546 @@
+//! The Streamable HTTP transport against the in-tree HTTP test server and its fault switches:
+//! sessions that the server forgets, streams cut mid-call, a server that goes away, refused
+//! credentials.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::http_server::{GetMode, SessionGone, TestHttpServer};
+use crate::common::*;
+use crate::in_both_eras;
+use actix::{Actor, Addr, Context, Handler, Recipient};
+use mcp_supervisor::*;
+use serde_json::json;
+
+/// Runs an ad-hoc actix-web server on a loopback port: its port and the handle to stop it.
+/// (A macro: `HttpServer`'s generic bounds are not worth spelling out in a function.)
+macro_rules! serve {
+    ($server:expr) => {{
+        let server = $server
+            .workers(1)
+            .bind(("127.0.0.1", 0))
+            .expect("bind a loopback port");
+        let port = server.addrs()[0].port();
+        let running = server.run();
+        let handle = running.handle();
+        actix::spawn(running);
+        (port, handle)
+    }};
+}
+
+fn start(config: ServerConfig) -> (Addr<Supervisor>, Events) {
+    start_supervisor(quick_settings(), [config])
+}
+
+fn echo(text: &str) -> CallTool {
+    CallTool::new("web", "echo", json!({ "text": text })).timeout(Duration::from_secs(10))
+}
+
+async fn web_status(sup: &Addr<Supervisor>) -> ServerStatus {
+    status(sup, "web").await
+}
+
+#[actix::test]
+async fn calls_succeed_with_session_version_and_configured_headers() {
+    let server = TestHttpServer::start().await;
+    let config = ServerConfig::http("web", server.url()).bearer_token("t0ken");
+    let (sup, events) = start(config);
+    events.ready("web", 1).await;
+
+    let result = sup.send(echo("over http")).await.unwrap().unwrap();
+    assert_eq!(text_of(&result), "over http");
+    let headers = server.stats().last_headers();
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(get("authorization").as_deref(), Some("Bearer t0ken"));
+    assert_eq!(get("mcp-protocol-version").as_deref(), Some("2025-11-25"));
+    assert!(get("mcp-session-id").is_some());
+
+    let st = web_status(&sup).await;
+    assert_eq!(st.transport, "http");
+    assert_eq!(st.tool_count(), 4);
+    assert_eq!(st.server_info.unwrap().name, "test-http-server");
+    // The credentials never show in Debug output.
+    assert!(!format!(
+        "{:?}",
+        ServerConfig::http("web", server.url()).bearer_token("t0ken")
+    )
+    .contains("t0ken"));
+
+    sup.send(Shutdown).await.unwrap();
+    assert_eq!(
+        server.stats().deletes(),
+        1,
+        "the session is deleted on shutdown"
+    );
+    server.stop().await;
+}
+
+/// The server forgets its sessions (as after a restart): the next call succeeds after a
+/// transparent re-initialize, and a subscription made before keeps delivering updates.
+async fn forgotten_session_is_rebuilt(answer: SessionGone) {
+    let server = TestHttpServer::start().await;
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    sup.send(Subscribe {
+        server: "web".into(),
+        uri: "test://r".into(),
+    })
+    .await
+    .unwrap()
+    .unwrap();
+
+    server.faults().forget_sessions(answer);
+    let result = sup.send(echo("again")).await.unwrap().unwrap();
+    assert_eq!(text_of(&result), "again");
+    assert_eq!(server.stats().posts("initialize"), 2);
+    assert_eq!(
+        server.stats().tool_calls("echo"),
+        1,
+        "the rejected call was run once, after re-initialize"
+    );
+    assert_eq!(server.stats().posts("resources/subscribe"), 2);
+
+    // The server drops updates while no GET stream is open: wait for the new session's.
+    events.ready("web", 2).await;
+    let stats = server.stats();
+    until("the new session's GET stream", || stats.gets() >= 2).await;
+    let notify = CallTool::new("web", "notify_resource", json!({"uri": "test://r"}));
+    sup.send(notify).await.unwrap().unwrap();
+    events
+        .resource_updated("test://r", Duration::from_secs(10))
+        .await;
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+#[actix::test]
+async fn forgotten_session_404() {
+    forgotten_session_is_rebuilt(SessionGone::NotFound).await;
+}
+
+#[actix::test]
+async fn forgotten_session_400() {
+    forgotten_session_is_rebuilt(SessionGone::BadRequest).await;
+}
+
+struct Stamps(Arc<Mutex<Vec<Instant>>>);
+
+impl Actor for Stamps {
+    type Context = Context<Self>;
+}
+
+impl Handler<Progress> for Stamps {
+    type Result = ();
+    fn handle(&mut self, _: Progress, _: &mut Context<Self>) {
+        self.0.lock().unwrap().push(Instant::now());
+    }
+}
+
+#[actix::test]
+async fn a_stream_cut_mid_call_is_resumed_after_the_servers_retry_delay() {
+    let server = TestHttpServer::start().await;
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    server.faults().retry_ms(Some(500));
+    server.faults().drop_sse_after(Some(1));
+
+    let stamps = Arc::new(Mutex::new(Vec::new()));
+    let progress: Recipient<Progress> = Stamps(stamps.clone()).start().recipient();
+    let slow = CallTool::new("web", "slow", json!({"seconds": 0.2, "steps": 2}))
+        .timeout(Duration::from_secs(10))
+        .on_progress(progress);
+    let result = sup.send(slow).await.unwrap().unwrap();
+    assert_eq!(text_of(&result), "done");
+    assert_eq!(server.stats().resumed_gets(), 1);
+    assert_eq!(server.stats().tool_calls("slow"), 1, "resumed, not re-sent");
+
+    // Progress 1 came on the POST stream just before it was cut (the server cuts 50 ms after
+    // its last event); progress 2 came on the resumed GET, `retry: 500` later.
+    let stamps = stamps.lock().unwrap().clone();
+    assert_eq!(stamps.len(), 2);
+    let gap = stamps[1] - stamps[0];
+    assert!(
+        gap >= Duration::from_millis(450) && gap <= Duration::from_millis(700),
+        "{gap:?}"
+    );
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+async fn calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline() {
+    let server = http_server().await;
+    let port = server.port();
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    server.stop().await;
+    events.state("web", "reconnecting", 1).await;
+
+    let outage = Instant::now();
+    let patient = sup.send(echo("patient").timeout(Duration::from_secs(15)));
+    let hasty = sup.send(echo("hasty").timeout(Duration::from_secs(1)));
+    let err = hasty.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
+        "{err}"
+    );
+    let waited = outage.elapsed();
+    assert!(
+        waited >= Duration::from_secs(1) && waited < Duration::from_millis(1500),
+        "{waited:?}"
+    );
+
+    // The outage lasts three seconds, then the server is back on the same port.
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(outage.elapsed())).await;
+    let server = http_server_on(port).await;
+    let result = patient.await.unwrap().unwrap();
+    assert_eq!(text_of(&result), "patient");
+    events.ready("web", 2).await;
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+async fn refused_credentials_fail_at_once_without_a_reconnect_storm() {
+    let server = http_server().await;
+    server.faults().status_override(Some(401));
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.state("web", "failed", 1).await;
+    let st = web_status(&sup).await;
+    let err = st.last_error.unwrap();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(err.to_string().contains("401"), "{err}");
+    let err = sup.send(echo("x")).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    assert_eq!(
+        server.stats().requests(),
+        1,
+        "one refused initialize, no retries"
+    );
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+
+    // Credentials refused mid-session: that call fails, the connection stays.
+    let server = http_server().await;
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    let before = server.stats().requests();
+    server.faults().status_override(Some(403));
+    let err = sup.send(echo("x")).await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, Error::Unauthorized { status: 403, .. }),
+        "{err}"
+    );
+    assert!(
+        server.stats().requests() - before <= 2,
+        "{}",
+        server.stats().requests() - before
+    );
+    server.faults().status_override(None);
+    assert_eq!(text_of(&sup.send(echo("ok")).await.unwrap().unwrap()), "ok");
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+#[actix::test]
+async fn json_answers_keepalives_and_no_get_stream_are_fine() {
+    for mode in [GetMode::MethodNotAllowed, GetMode::Conflict] {
+        let server = TestHttpServer::start().await;
+        server.faults().get_stream(mode);
+        server.faults().json_responses(true);
+        server.faults().keepalive_ms(Some(20));
+        let (sup, events) = start(ServerConfig::http("web", server.url()));
+        events.ready("web", 1).await;
+        for i in 0..5 {
+            let text = format!("json {i}");
+            assert_eq!(
+                text_of(&sup.send(echo(&text)).await.unwrap().unwrap()),
+                text
+            );
+        }
+        assert_eq!(server.stats().gets(), 1, "{mode:?}: no GET loop");
+        server.faults().json_responses(false);
+        let slow = CallTool::new("web", "slow", json!({"seconds": 0.2, "steps": 2}));
+        assert_eq!(text_of(&sup.send(slow).await.unwrap().unwrap()), "done");
+        sup.send(Shutdown).await.unwrap();
+        server.stop().await;
+    }
+}
+
+#[actix::test]
+async fn a_server_error_fails_that_call_by_its_retry_rules_and_keeps_the_session() {
+    let server = TestHttpServer::start().await;
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    // (503 and 429 say "not processed, overloaded": tests/it/hostile/http/.)
+    server.faults().status_override(Some(500));
+    // tools/call on an untrusted server: it may have run, so it is not re-sent.
+    let err = sup.send(echo("x")).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutcomeUnknown, "{err}");
+    // A safe method is re-sent once, meets the 503 again, and is given up.
+    let posts = server.stats().posts("tools/list");
+    let err = sup.send(ListTools::new("web")).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert_eq!(
+        server.stats().posts("tools/list") - posts,
+        2,
+        "sent, then re-sent once"
+    );
+
+    server.faults().status_override(None);
+    let listed = sup.send(ListTools::new("web")).await.unwrap().unwrap();
+    assert_eq!(listed.tools.len(), 4);
+    let st = web_status(&sup).await;
+    assert_eq!(
+        st.counters.reconnects, 0,
+        "one failed request does not cost the session"
+    );
+    assert_eq!(server.stats().posts("initialize"), 1);
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+async fn a_json_answer_slower_than_the_default_timeout_still_arrives() {
+    let server = http_server().await;
+    server.faults().json_responses(true);
+    // Every answer is delayed by 1.5 s below, the liveness ping's too: give it time.
+    let config = ServerConfig::http("web", server.url())
+        .call_timeout(Duration::from_millis(300))
+        .connect_timeout(Duration::from_millis(300))
+        .ping_timeout(Duration::from_secs(5));
+    let (sup, events) = start(config);
+    events.ready("web", 1).await;
+    server.faults().delay_ms(1500);
+    // The call's own timeout is what counts, not the server's defaults.
+    let slow = echo("patient").timeout(Duration::from_secs(10));
+    assert_eq!(text_of(&sup.send(slow).await.unwrap().unwrap()), "patient");
+    // A call that times out costs neither the session nor the other calls.
+    let hasty = sup.send(echo("hasty").timeout(Duration::from_millis(200)));
+    let patient = sup.send(echo("patient 2").timeout(Duration::from_secs(10)));
+    assert_eq!(hasty.await.unwrap().unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(text_of(&patient.await.unwrap().unwrap()), "patient 2");
+    assert_eq!(web_status(&sup).await.counters.reconnects, 0);
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
+#[actix::test]
+async fn a_get_stream_that_ends_at_once_is_not_reopened_in_a_loop() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    // A server whose GET stream says `retry: 0` and ends at once, every time.
+    let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = gets.clone();
+    let server = HttpServer::new(move || {
+        let counter = counter.clone();
+        App::new()
+            .route(
+                "/mcp",
+                web::get().to(move || {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    async {
+                        HttpResponse::Ok()
+                            .content_type("text/event-stream")
+                            .body("retry: 0\n\n")
+                    }
+                }),
+            )
+            .route(
+                "/mcp",
+                web::post().to(|body: web::Bytes| async move {
+                    let request: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_default();
+                    match request["method"].as_str() {
+                        Some("initialize") => HttpResponse::Ok().json(json!({
+                            "jsonrpc": "2.0", "id": request["id"],
+                            "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "serverInfo": {"name": "closer", "version": "0"}}
+                        })),
+                        _ => HttpResponse::Accepted().finish(),
+                    }
+                }),
+            )
+    });
+    let (port, handle) = serve!(server);
+
+    let (sup, events) = start(ServerConfig::http(
+        "web",
+        format!("http://127.0.0.1:{port}/mcp"),
+    ));
+    events.ready("web", 1).await;
+    // Backing off from 100 ms, five empty streams take about 3 s; then it stops trying.
+    until("the GET stream to be given up", || {
+        gets.load(std::sync::atomic::Ordering::SeqCst) >= 5
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let total = gets.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        total <= 6,
+        "{total} GETs: the stream must not be reopened in a loop"
+    );
+    sup.send(Shutdown).await.unwrap();
+    handle.stop(false).await;
+}
+
+#[actix::test]
+async fn a_malformed_answer_is_an_invalid_response_not_a_hang() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    // A server that initializes properly, then answers every request with broken JSON.
+    let server = HttpServer::new(|| {
+        App::new().route(
+            "/mcp",
+            web::post().to(|body: web::Bytes| async move {
+                let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                match request["method"].as_str() {
+                    Some("initialize") => HttpResponse::Ok().json(json!({
+                        "jsonrpc": "2.0", "id": request["id"],
+                        "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                   "serverInfo": {"name": "broken", "version": "0"}}
+                    })),
+                    Some(m) if m.starts_with("notifications/") => HttpResponse::Accepted().finish(),
+                    _ => HttpResponse::Ok()
+                        .content_type("application/json")
+                        .body("{not json"),
+                }
+            }),
+        )
+    });
+    let (port, handle) = serve!(server);
+
+    let (sup, events) = start(ServerConfig::http(
+        "web",
+        format!("http://127.0.0.1:{port}/mcp"),
+    ));
+    events.ready("web", 1).await;
+    let started = Instant::now();
+    let err = sup.send(echo("x")).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidResponse, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at once, not at the deadline"
+    );
+    sup.send(Shutdown).await.unwrap();
+    handle.stop(false).await;
+}
+
+/// A server request whose id equals the id of our call in flight: our answer to it must never
+/// be mistaken for our call, whatever HTTP status the server gives that answer.
+#[actix::test]
+async fn an_answer_to_a_server_request_is_never_mistaken_for_our_call() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for answer_status in [200u16, 400, 404] {
+        let tool_posts = Arc::new(AtomicUsize::new(0));
+        let counter = tool_posts.clone();
+        let server = HttpServer::new(move || {
+            let counter = counter.clone();
+            App::new()
+                .route(
+                    "/mcp",
+                    web::post().to(move |body: web::Bytes| {
+                        let counter = counter.clone();
+                        async move {
+                            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                            match request["method"].as_str() {
+                                Some("initialize") => HttpResponse::Ok()
+                                    .insert_header(("mcp-session-id", "abc"))
+                                    .json(json!({
+                                        "jsonrpc": "2.0", "id": request["id"],
+                                        "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "serverInfo": {"name": "asker", "version": "0"}}
+                                    })),
+                                Some("tools/call") => {
+                                    counter.fetch_add(1, Ordering::SeqCst);
+                                    // Ask the client something with the same id as its call,
+                                    // then answer the call a little later.
+                                    let id = request["id"].clone();
+                                    let ask = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+                                    let done = json!({"jsonrpc": "2.0", "id": id,
+                                                      "result": {"content": [{"type": "text", "text": "done"}]}});
+                                    let events = futures_util::stream::unfold(0, move |n| {
+                                        let (ask, done) = (ask.clone(), done.clone());
+                                        async move {
+                                            let event = match n {
+                                                0 => format!("data: {ask}\n\n"),
+                                                1 => {
+                                                    tokio::time::sleep(Duration::from_millis(500)).await;
+                                                    format!("data: {done}\n\n")
+                                                }
+                                                _ => return None,
+                                            };
+                                            Some((Ok::<_, std::io::Error>(bytes::Bytes::from(event)), n + 1))
+                                        }
+                                    });
+                                    HttpResponse::Ok().content_type("text/event-stream").streaming(events)
+                                }
+                                Some(_) => HttpResponse::Accepted().finish(),
+                                // Our answer to roots/list.
+                                None => HttpResponse::build(
+                                    actix_web::http::StatusCode::from_u16(answer_status).unwrap(),
+                                )
+                                .finish(),
+                            }
+                        }
+                    }),
+                )
+                .route("/mcp", web::get().to(|| async { HttpResponse::MethodNotAllowed().finish() }))
+        });
+        let (port, handle) = serve!(server);
+
+        let (sup, events) = start(ServerConfig::http(
+            "web",
+            format!("http://127.0.0.1:{port}/mcp"),
+        ));
+        events.ready("web", 1).await;
+        let outcome = sup
+            .send(CallTool::new("web", "x", json!({})).timeout(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        match (answer_status, outcome) {
+            // A 404 says the session is gone: the call in flight may have run.
+            (404, Err(e)) => assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}"),
+            (_, Ok(result)) => assert_eq!(text_of(&result), "done"),
+            (status, Err(e)) => panic!("HTTP {status} on our answer failed our call: {e}"),
+        }
+        assert_eq!(
+            tool_posts.load(Ordering::SeqCst),
+            1,
+            "HTTP {answer_status}: the tool was sent once"
+        );
+        sup.send(Shutdown).await.unwrap();
+        handle.stop(false).await;
+    }
+}
+
+#[actix::test]
+async fn an_unreachable_server_fails_with_the_real_reason() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config =
+        ServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp")).max_connect_retries(0);
+    let (sup, events) = start(config);
+    events.state("web", "failed", 1).await;
+    let err = web_status(&sup).await.last_error.unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidConnection);
+    assert!(
+        err.to_string()
+            .contains("cannot connect to http://127.0.0.1"),
+        "{err}"
+    );
+    sup.send(Shutdown).await.unwrap();
+}
+
+// These tests are blind to the protocol era: once per era (the server speaks only that one).
+in_both_eras!(
+    calls_during_a_three_second_outage_succeed_or_fail_at_their_deadline,
+    refused_credentials_fail_at_once_without_a_reconnect_storm,
+    a_json_answer_slower_than_the_default_timeout_still_arrives,
+);

@@ -1,0 +1,407 @@
+//! The `mcpctl` binary (the `cli` feature) run as a user runs it, against the demo server: from
+//! an mcpServers file and given on the command line (`--stdio`, `--http` against the in-tree
+//! HTTP test server), every command's `--json` lines (`watch` too), what `status` shows of a
+//! failed server, the spinners on a terminal, and the exit codes.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+const MCPCTL: &str = env!("CARGO_BIN_EXE_mcpctl");
+const DEMO: &str = env!("CARGO_BIN_EXE_mcp-demo-server");
+
+/// A stderr line longer than any table column, with the reason at its very end.
+const LONG_REASON: &str = "starting the GitHub MCP server 1.2.3 with the toolsets repos, \
+     issues, pull_requests, actions and code_security: GITHUB_TOKEN not set";
+
+fn mcpctl(args: &[&str]) -> Output {
+    match Command::new(MCPCTL).args(args).output() {
+        Ok(output) => output,
+        Err(e) => panic!("cannot run mcpctl: {e}"),
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every stdout line, each of which must be one JSON object.
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(value) if value.is_object() => value,
+            _ => panic!("not a JSON object per line: {line:?}"),
+        })
+        .collect()
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+/// An mcpServers file: the demo server, a server that fails at start-up saying why on stderr,
+/// an entry that cannot be loaded and a disabled one.
+fn config(dir: &Path, with_broken: bool) -> String {
+    let mut servers = json!({
+        "demo": { "command": DEMO },
+        "off": { "command": DEMO, "disabled": true },
+    });
+    if with_broken {
+        servers["gh"] = json!({
+            "command": "sh",
+            "args": ["-c", format!("echo '{LONG_REASON}' >&2; exit 1")],
+            "mcp-supervisor": { "maxConnectRetries": 0 },
+        });
+        servers["legacy-sse"] = json!({ "type": "sse", "url": "http://127.0.0.1:1/sse" });
+    }
+    let path = dir.join("mcp.json");
+    let text = json!({ "mcpServers": servers }).to_string();
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    path.display().to_string()
+}
+
+#[test]
+fn version_help_and_completions() {
+    let out = mcpctl(&["--version"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("mcpctl {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    let out = mcpctl(&["call", "--help"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("--repeat"), "{}", stdout(&out));
+
+    let out = mcpctl(&["completions", "bash"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("mcpctl"));
+    assert!(stdout(&out).contains("resources"));
+}
+
+#[test]
+fn status_json_shows_every_server_and_why_one_failed() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), true);
+    let out = mcpctl(&["--config", &config, "status", "--json"]);
+    assert_eq!(code(&out), 1, "not every server is ready");
+    let lines = json_lines(&out);
+    let line = |name: &str| match lines.iter().find(|l| l["name"] == name) {
+        Some(line) => line.clone(),
+        None => panic!("no status line for {name}: {lines:?}"),
+    };
+
+    let demo = line("demo");
+    assert_eq!(demo["state"], "ready");
+    assert_eq!(demo["transport"], "stdio");
+    assert!(demo["era"] == "legacy" || demo["era"] == "modern", "{demo}");
+    assert!(demo["protocol_version"].is_string(), "{demo}");
+    assert_eq!(demo["server_info"]["name"], "mcp-demo-server");
+    assert_eq!(demo["tools"], 10);
+    assert_eq!(demo["last_error"], Value::Null);
+
+    let gh = line("gh");
+    assert_eq!(gh["state"], "failed");
+    assert_eq!(gh["last_error"]["kind"], "invalid_connection");
+    assert_eq!(gh["last_error"]["stderr_tail"], json!([LONG_REASON]));
+
+    let sse = line("legacy-sse");
+    assert_eq!(sse["state"], "invalid");
+    assert_eq!(sse["last_error"]["kind"], "config");
+    assert!(
+        sse["last_error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("type")),
+        "{sse}"
+    );
+    assert_eq!(line("off")["state"], "disabled");
+}
+
+#[test]
+fn status_table_shows_the_whole_stderr_line() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), true);
+    let out = mcpctl(&["--config", &config, "status"]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    assert!(text.starts_with("NAME "), "{text}");
+    assert!(text.contains(&format!("  | {LONG_REASON}\n")), "{text}");
+    assert!(text.contains("legacy-sse: invalid configuration"), "{text}");
+}
+
+#[test]
+fn status_is_0_when_every_server_is_ready_and_quiet_off_a_terminal() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let out = mcpctl(&["status", "--config", &config]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("demo "));
+    // No spinner (nor any escape sequence) when stderr is not a terminal.
+    assert!(!out.stderr.contains(&0x1b), "{:?}", out.stderr);
+
+    // `status SERVER`: only that one, so the others' failures do not count.
+    let config = self::config(dir.path(), true);
+    let out = mcpctl(&["status", "demo", "--json", "--config", &config]);
+    assert_eq!(code(&out), 0);
+    let lines = json_lines(&out);
+    assert_eq!((lines.len(), &lines[0]["name"]), (1, &json!("demo")));
+}
+
+/// On a terminal (a pseudo-terminal from `script`, util-linux's, in Debian's essential
+/// `bsdutils`), `status` turns a spinner per server while they connect, then clears it.
+#[test]
+fn status_shows_a_spinner_per_server_on_a_terminal() {
+    let command =
+        format!("'{MCPCTL}' status --env DEMO_SLOW_START_MS=500 --stdio --name slow -- '{DEMO}'");
+    let out = Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run script: {e}"));
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let text = stdout(&out);
+    // indicatif's spinner frames are braille characters; `ESC [2K` clears a line.
+    let spinner = text
+        .lines()
+        .any(|l| l.contains("slow") && l.contains("connecting") && l.contains('\u{2801}'));
+    assert!(spinner, "no spinner line in {text:?}");
+    assert!(text.contains("\x1b[2K"), "{text:?}");
+    let table = text
+        .rfind("NAME ")
+        .map(|at| &text[at..])
+        .unwrap_or_default();
+    assert!(table.contains("slow  "), "{text:?}");
+}
+
+#[test]
+fn tools_json_is_one_line_per_tool() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let out = mcpctl(&["--config", &config, "--json", "tools", "demo"]);
+    assert_eq!(code(&out), 0);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    assert!(lines.iter().all(|l| l["server"] == "demo"));
+    assert!(lines.iter().any(|l| l["tool"]["name"] == "echo"));
+}
+
+#[test]
+fn call_answers_and_a_failed_call_exits_1() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "call",
+        "demo",
+        "echo",
+        r#"{"text":"hi"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["seq"], 1);
+    assert_eq!(lines[0]["ok"], true);
+    assert_eq!(lines[0]["result"]["content"][0]["text"], "hi");
+
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "call",
+        "demo",
+        "echo",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "hi\n"));
+
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "call",
+        "demo",
+        "no-such-tool",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 1);
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["ok"], false, "{lines:?}");
+}
+
+#[test]
+fn resources_read_prompts_and_prompt() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", config.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let out = mcpctl(&all);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stdout(&out));
+        json_lines(&out)
+    };
+
+    let resources = run(&["resources"]);
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0]["server"], "demo");
+    assert_eq!(resources[0]["resource"]["uri"], "demo://clock");
+
+    let read = run(&["read", "demo", "demo://clock"]);
+    assert_eq!(read[0]["ok"], true);
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "version 0");
+
+    let prompts = run(&["prompts", "demo"]);
+    assert_eq!(prompts[0]["prompt"]["name"], "greet");
+    assert_eq!(prompts[0]["prompt"]["arguments"][0]["required"], true);
+
+    let prompt = run(&["prompt", "demo", "greet", "name=Ada"]);
+    assert_eq!(
+        prompt[0]["result"]["messages"][0]["content"]["text"],
+        "Hello, Ada!"
+    );
+
+    // For people: the prompt's message with its role; a missing argument fails with 1.
+    let out = mcpctl(&["--config", &config, "prompt", "demo", "greet", "name=Ada"]);
+    assert_eq!(stdout(&out), "[user] Hello, Ada!\n");
+    let out = mcpctl(&["--config", &config, "prompt", "demo", "greet"]);
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).starts_with("error rpc:"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_server_given_with_stdio_needs_no_file_and_no_name() {
+    let dir = common::tempdir();
+    let out = Command::new(MCPCTL)
+        .current_dir(dir.path()) // no mcp.json here
+        .args([
+            "call",
+            "echo",
+            r#"{"text":"from --stdio"}"#,
+            "--json",
+            "--stdio",
+            "--",
+            DEMO,
+        ])
+        .output();
+    let out = out.unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        json_lines(&out)[0]["result"]["content"][0]["text"],
+        "from --stdio"
+    );
+
+    let out = mcpctl(&["--stdio", "--name", "d", "status", "--json", "--", DEMO]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(json_lines(&out)[0]["name"], "d");
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), true);
+    let cases: &[&[&str]] = &[
+        &["--config", &config, "call", "echo"], // SERVER missing
+        &["--config", &config, "call", "nope", "echo"], // no such server
+        &["--config", &config, "call", "legacy-sse", "echo"], // its entry is invalid
+        &["--config", "/nonexistent/mcp.json", "status"],
+        &["tools", "--header", "A: b", "--stdio", "--", DEMO],
+        &["status", "--stdio"],  // no command after --
+        &["status", "--", DEMO], // a command without --stdio
+        &["call", "demo", "echo", "[1]", "--config", &config], // not an object
+    ];
+    for args in cases {
+        let out = mcpctl(args);
+        assert_eq!(
+            code(&out),
+            2,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[actix::test]
+async fn a_server_given_with_http_gets_its_headers() {
+    let server = common::http_server().await;
+    let url = server.url();
+    let out = tokio::process::Command::new(MCPCTL)
+        .args(["--http", &url, "--header", "X-Api-Key: k1", "--json"])
+        .args(["call", "echo", r#"{"text":"over http"}"#])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        json_lines(&out)[0]["result"]["content"][0]["text"],
+        "over http"
+    );
+    let call = server.stats().last_post("tools/call");
+    let call = call.unwrap_or_else(|| panic!("the server saw no tools/call"));
+    assert_eq!(call.header("x-api-key"), Some("k1"));
+    server.stop().await;
+}
+
+/// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its
+/// `stopped` is printed) and exits with 0.
+#[test]
+fn watch_json_prints_events_until_interrupted() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Kills mcpctl if the test fails before it has exited.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            // After a successful wait, std knows the child is gone and sends nothing.
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    let child = Command::new(MCPCTL)
+        .args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    let mut child = Reaped(child);
+    let Some(out) = child.0.stdout.take() else {
+        panic!("no stdout")
+    };
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_state = |want: &str| loop {
+        let line = match lines.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => line,
+            Err(e) => panic!("no `{want}` event: {e}"),
+        };
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(event["server"], "w", "{event}");
+        assert!(
+            event["unix_ms"].as_u64().is_some_and(|ms| ms > 0),
+            "{event}"
+        );
+        if event["event"] == "state_changed" && event["state"] == want {
+            break;
+        }
+    };
+    next_state("ready");
+    common::kill(child.0.id(), nix::sys::signal::Signal::SIGINT);
+    next_state("stopped");
+    let status = child.0.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(0));
+}
