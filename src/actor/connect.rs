@@ -187,7 +187,6 @@ impl Attempt {
             notifications: Vec::new(),
             reused: false,
             answered: false,
-            initialize_sent: None,
         };
         let (negotiated, era_note) = session.open().await?;
 
@@ -240,8 +239,6 @@ struct Handshake<'a> {
     reused: bool,
     /// The server answered one of the handshake's requests with a result.
     answered: bool,
-    /// An `initialize` sent beside a probe, whose answer is still to come.
-    initialize_sent: Option<u64>,
 }
 
 impl Handshake<'_> {
@@ -255,17 +252,13 @@ impl Handshake<'_> {
     /// Sends request `method` and waits for its answer.
     async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         let id = self.send(method, params.as_ref());
-        self.answer_to(&[(id, method)]).await.1
+        self.answer_to(id, method).await
     }
 
-    /// Waits for the answer to one of the requests `asked` (id and method), handling what
-    /// else the server sends meanwhile; returns which was answered, and how. A connection that
-    /// ends first answers the first of them with why.
-    async fn answer_to(&mut self, asked: &[(u64, &str)]) -> (u64, Result<Value, Error>) {
+    /// Waits for the answer to request `id` (of `method`), handling what else the server sends
+    /// meanwhile. Cancel-safe (it awaits only the next event): a probe waits for it in rounds.
+    async fn answer_to(&mut self, id: u64, method: &str) -> Result<Value, Error> {
         let server = &self.attempt.server;
-        let first = asked.first().map_or(0, |(id, _)| *id);
-        let of = |id: Option<u64>| asked.iter().find(|(ours, _)| Some(*ours) == id).copied();
-        let is_ours = |id: u64| asked.iter().any(|(ours, _)| *ours == id);
         // The messages of a line that only looked like a response, to go through first.
         let mut reparsed = VecDeque::new();
         loop {
@@ -277,7 +270,7 @@ impl Handshake<'_> {
                 },
             };
             match event {
-                TransportEvent::Closed(e) => return (first, Err(e)),
+                TransportEvent::Closed(e) => return Err(e),
                 TransportEvent::Message(Inbound::Response { id: got, result }) => {
                     let value = result.to_value();
                     // A line taken for a response by its fixed parts alone: routed as what it
@@ -290,21 +283,17 @@ impl Handshake<'_> {
                         }
                         continue;
                     }
-                    if let Some((id, method)) = of(got.as_ours()) {
+                    if got.as_ours() == Some(id) {
                         self.answered |= value.is_ok();
-                        let value = value
+                        return value
                             .map_err(|e| Error::invalid_response(server, method, e.to_string()));
-                        return (id, value);
                     }
                     tracing::debug!(server = %server, id = %server_text(&got.to_string()), "response to no request of the handshake; ignored");
                 }
-                TransportEvent::Message(Inbound::Error { id: got, error }) => {
-                    match of(got.as_ref().and_then(Id::as_ours)) {
-                        Some((id, method)) => return (id, Err(Error::rpc(server, method, error))),
-                        None => {
-                            tracing::debug!(server = %server, code = error.code, "error answer to no request of the handshake; ignored")
-                        }
-                    }
+                TransportEvent::Message(Inbound::Error { id: got, error })
+                    if got.as_ref().and_then(Id::as_ours) == Some(id) =>
+                {
+                    return Err(Error::rpc(server, method, error))
                 }
                 TransportEvent::Message(Inbound::Notification { method, params }) => {
                     if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
@@ -321,27 +310,21 @@ impl Handshake<'_> {
                         params,
                     );
                 }
-                TransportEvent::CallFailed { id: got, error } if is_ours(got) => {
-                    return (got, Err(error))
-                }
-                TransportEvent::Interrupted { ids, error } if ids.iter().any(|id| is_ours(*id)) => {
-                    let id = ids.iter().copied().find(|id| is_ours(*id)).unwrap_or(first);
-                    return (id, Err(error));
+                TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
+                TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
+                    return Err(error)
                 }
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
-                TransportEvent::Rejected(ids) if ids.iter().any(|id| is_ours(*id)) => {}
+                TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {
                     tracing::debug!(server = %server, event = %server_text(&format!("{other:?}")), "ignored during handshake");
                 }
             }
         }
-        (
-            first,
-            Err(Error::connection(
-                server,
-                "connection closed during the handshake",
-            )),
-        )
+        Err(Error::connection(
+            server,
+            "connection closed during the handshake",
+        ))
     }
 
     async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {

@@ -316,6 +316,40 @@ impl Closer {
         let _ = protocol_version;
     }
 
+    /// Holds a child's stderr lines aside while a probe of ours runs, so that what it writes in
+    /// answer to the probe does not push what explains a failure out of its stderr tail (stdio
+    /// only; see `stdio::StderrTail`).
+    pub fn hold_stderr(&self) {
+        #[cfg(feature = "stdio")]
+        #[allow(irrefutable_let_patterns)] // a build without `http` has no other kind
+        if let Closer::Process(p) = self {
+            p.hold_stderr();
+        }
+    }
+
+    /// Bytes we wrote to a child's stdin that it has not read yet, while the opening runs
+    /// (stdio only): a server that has not read a probe is still starting.
+    pub fn stdin_unread(&self) -> Option<u64> {
+        match self {
+            #[cfg(feature = "stdio")]
+            Closer::Process(p) => p.stdin_unread(),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The opening is over: a child's held stderr lines join its tail (`keep`) or are left
+    /// out, and what the opening needed of its stdin is let go.
+    pub fn opening_done(&mut self, keep: bool) {
+        #[cfg(feature = "stdio")]
+        #[allow(irrefutable_let_patterns)]
+        if let Closer::Process(p) = self {
+            p.opening_done(keep);
+        }
+        #[cfg(not(feature = "stdio"))]
+        let _ = keep;
+    }
+
     /// Ends a broken or hung connection at once.
     pub async fn kill(self) {
         match self {
