@@ -160,6 +160,13 @@ async fn post(
                 return;
             }
         };
+        // Let the runtime read what the sockets have to say first: a pooled keep-alive
+        // connection whose server went away while it was idle has its close (FIN) waiting in
+        // the kernel, and awc's pool skips such a connection only once the close was read. Taken
+        // before that, the request would be written into a dead socket and fail as if the
+        // server had closed it mid-call (`Connect(Disconnected)`, below): its outcome unknown,
+        // though it reached nobody. (A yield lets the I/O driver run before the task goes on.)
+        tokio::task::yield_now().await;
         let sent = tokio::select! {
             sent = request.send_body(body.clone()) => sent,
             _ = shared.closed() => return,
