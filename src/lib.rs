@@ -58,9 +58,9 @@
 //!
 //! # Layout
 //!
-//! - [`error`]: the [`Error`] enum and its stable kind codes; `build`, the constructors that
-//!   escape and bound server text; `show`, the optional parts of the messages;
-//!   [`http`](error::http), the HTTP status a gateway answers for each kind.
+//! - [`error`]: the [`Error`] enum, its messages and its stable kind codes; `build`, the
+//!   constructors that escape and bound server text; [`http`](error::http), the HTTP status a
+//!   gateway answers for each kind.
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON

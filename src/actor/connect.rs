@@ -277,10 +277,7 @@ impl Handshake<'_> {
                     // is if the full parse finds it is not one (skipped and counted if it is
                     // not JSON-RPC at all).
                     if let Some(again) = value.is_err().then(|| result.unless_plain()).flatten() {
-                        match again.parsed {
-                            Ok(messages) => reparsed.extend(messages),
-                            Err(e) => self.attempt.skips.skipped_line(server, &e, &again.line),
-                        }
+                        reparsed.extend(self.attempt.skips.messages_of(server, again));
                         continue;
                     }
                     if got.as_ours() == Some(id) {

@@ -762,17 +762,11 @@ impl Session {
         }
     }
 
-    /// A stdio line that looked like a plain response and is not one, routed as the full parse
-    /// makes it out: its messages, or a counted skip.
+    /// A stdio line that looked like a plain response and is not one, routed as what the full
+    /// parse makes of it: its messages, or a counted skip.
     fn on_reparsed(&mut self, reparsed: Reparsed, now: Instant) {
-        match reparsed.parsed {
-            // Parsed member by member: these are what they say they are.
-            Ok(messages) => {
-                for message in messages {
-                    self.on_message(message, now);
-                }
-            }
-            Err(e) => self.skips.skipped_line(&self.name, &e, &reparsed.line),
+        for message in self.skips.messages_of(&self.name, reparsed) {
+            self.on_message(message, now);
         }
     }
 

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
 use crate::protocol::jsonrpc::{FrameError, Inbound};
+use crate::protocol::response::Reparsed;
 use crate::protocol::text::{server_bytes, server_text};
 
 /// One thing that came from the server.
@@ -73,6 +74,20 @@ impl SkipCounters {
         self.non_json.fetch_add(1, Ordering::Relaxed);
         crate::telemetry::message_skipped(server, "non_json");
         tracing::warn!(server, error = %server_text(&why.to_string()), line = %server_bytes(line), "skipped a line on stdout that is not JSON-RPC");
+    }
+
+    /// The messages of a line that only looked like a response (see
+    /// [`RawResult::unless_plain`](crate::protocol::response::RawResult::unless_plain)), to be
+    /// routed as what they are: none if it is not JSON-RPC at all, a skip counted and logged as
+    /// the reader would have.
+    pub fn messages_of(&self, server: &str, reparsed: Reparsed) -> Vec<Inbound> {
+        match reparsed.parsed {
+            Ok(messages) => messages,
+            Err(why) => {
+                self.skipped_line(server, &why, &reparsed.line);
+                Vec::new()
+            }
+        }
     }
 }
 
