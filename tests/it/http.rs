@@ -588,8 +588,11 @@ async fn three_hundred_calls_in_flight_do_not_starve_the_liveness_check() {
 /// A 2026-07-28 server with nothing open to it (no listen stream) dies while idle, and comes
 /// back at the same address: the first call's request meets a closed connection and a refused
 /// one — it never reached a server — so it waits through the reconnects and goes out once the
-/// server is back, within its deadline, whatever its retry policy. (The server's death is a
-/// relay in front of it that closes every connection and stops listening.)
+/// server is back, within its deadline, whatever its retry policy. Meanwhile the server is not
+/// shown Ready on the strength of a cached discovery that reached nobody (it has no tools, so a
+/// reconnect that reuses the discovery asks it nothing): at most once, then the discovery is
+/// dropped and every attempt asks. (The server's death is a relay in front of it that closes
+/// every connection and stops listening.)
 #[actix::test]
 async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
     use crate::common::cutting_proxy::CuttingProxy;
@@ -600,7 +603,7 @@ async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
         .header("content-type", "application/json")
         .body(concat!(
             r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","#,
-            r#""supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":3600000}}"#
+            r#""supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":3600000}}"#
         ));
     server
         .faults()
@@ -620,8 +623,15 @@ async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
         .retry(RetryPolicy::Never)
         .timeout(Duration::from_secs(15));
     let call = sup.send(call);
-    // The refused request is noticed (nothing else would tell): the server is down.
-    events.state("web", "reconnecting", 1).await;
+    // The refused request is noticed (nothing else would tell): the server is down, and
+    // attempt after attempt says so.
+    events.state("web", "reconnecting", 4).await;
+    let readys = events
+        .states("web")
+        .iter()
+        .filter(|s| **s == "ready")
+        .count();
+    assert!(readys <= 2, "{:?}", events.states("web"));
     let proxy = CuttingProxy::start_on(port, server.port()).await;
     let result = call.await.unwrap().expect("sent once the server was back");
     assert_eq!(text_of(&result), "1");
