@@ -500,25 +500,17 @@ impl Session {
 
     // ----- calls -----
 
-    /// Takes a caller's call, answered on `reply` (at once, if it is refused). Returns its
-    /// deadline, or `None` if it was answered at once.
-    pub fn call(
-        &mut self,
-        call: CallRequest,
-        reply: Rc<dyn Reply>,
-        now: Instant,
-    ) -> Option<Instant> {
+    /// Takes a caller's call, answered on `reply` (at once, if it is refused).
+    pub fn call(&mut self, call: CallRequest, reply: Rc<dyn Reply>, now: Instant) {
         let situation = situation_of(&self.machine, &self.last_error);
         if let Err(e) = self.calls.admit(&call, &situation) {
-            reply.answer(&self.name, Err(e));
-            return None;
+            return reply.answer(&self.name, Err(e));
         }
-        let key = self.open_call(call, Replier::Caller(reply), now);
+        self.open_call(call, Replier::Caller(reply), now);
         let sweep = saturating_add(now, CALLER_SWEEP);
         if self.timers.caller_sweep(sweep) {
             self.moved_to(sweep);
         }
-        self.calls.deadline_of(key)
     }
 
     /// Registers a call (admitted, or the session's own) and its deadline.
