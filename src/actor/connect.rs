@@ -18,8 +18,9 @@ use crate::actor::server_requests::ServerRequests;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::era::Era;
-use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
+use crate::protocol::mrtr;
 use crate::protocol::pagination;
 use crate::protocol::text::server_text;
 use crate::session::wire::Wire;
@@ -314,6 +315,15 @@ impl Handshake<'_> {
                     }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
+                    if self.wire.era() == Era::Modern {
+                        // As on the connection it hands over (see `Session::on_message`).
+                        tracing::debug!(server = %server, method = %server_text(&method), "a modern server sent a request; refused");
+                        let refusal = Err(mrtr::server_request_refusal());
+                        self.connection
+                            .outbound
+                            .send(jsonrpc::response_line(&id, &refusal));
+                        continue;
+                    }
                     self.attempt.server_requests.answer(
                         &self.connection.outbound,
                         id,

@@ -47,7 +47,7 @@ use crate::policy::deadline::saturating_add;
 use crate::policy::retry::RetryPolicy;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
 use crate::protocol::era::{judge_initialize_error, Era};
-use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::mrtr::{self, InputRequest, Round};
 use crate::protocol::response::Reparsed;
@@ -746,13 +746,8 @@ impl Session {
                     // The 2026-07-28 revision asks for input in results, never with requests
                     // of the server's own.
                     tracing::debug!(server = %self.name, method = %server_text(&method), "a modern server sent a request; refused");
-                    let error = RpcError::new(
-                        codes::METHOD_NOT_FOUND,
-                        "servers of the 2026-07-28 revision ask for input with input_required results",
-                    );
-                    live.wire
-                        .link()
-                        .send(jsonrpc::response_line(&id, &Err(error)));
+                    let refusal = Err(mrtr::server_request_refusal());
+                    live.wire.link().send(jsonrpc::response_line(&id, &refusal));
                     return;
                 }
                 self.commands

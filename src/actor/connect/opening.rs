@@ -77,6 +77,8 @@ impl Handshake<'_> {
         let mut era = first;
         let mut version = MODERN_VERSIONS[0].to_owned();
         let mut note = None;
+        // Why each try found the other era, for the error should none settle it.
+        let mut reasons = Vec::with_capacity(MAX_TRIES);
         for _ in 0..MAX_TRIES {
             let tried = match era {
                 Era::Modern => self.try_modern(&version).await?,
@@ -104,11 +106,15 @@ impl Handshake<'_> {
             if let Some(next) = next_version {
                 version = next;
             }
+            reasons.push(format!("{era}: {reason}"));
             era = era.other();
         }
         Err(Error::connection(
             &self.attempt.server,
-            "the server answered neither the modern nor the legacy opening consistently",
+            format!(
+                "the server answered neither the modern nor the legacy opening consistently ({})",
+                reasons.join("; ")
+            ),
         ))
     }
 
@@ -214,6 +220,9 @@ impl Handshake<'_> {
 
     /// The `initialize` handshake (its request may be out already, sent beside a probe).
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
+        // Whatever the probe before found, a request the server sends now is of the session
+        // era, for the application's handler.
+        self.wire = Wire::legacy(self.link.clone());
         let id = match self.initialize_sent.take() {
             Some(id) => id,
             None => self.send_initialize(),

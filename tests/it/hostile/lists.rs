@@ -7,6 +7,7 @@ use mcp_supervisor::{GetStatus, Ping, ServerEvent};
 use serde_json::json;
 
 use crate::common::*;
+use crate::in_both_eras;
 
 fn cycling_cursors(name: &str, first_page_too: bool) -> mcp_supervisor::ServerConfig {
     let cycle = json!({"reply_cycle": [
@@ -26,7 +27,6 @@ fn cycling_cursors(name: &str, first_page_too: bool) -> mcp_supervisor::ServerCo
 /// Defect 2: the refresh after `notifications/tools/list_changed` had no page bound; cursors
 /// cycling `a`, `b`, `a`, ... drew 131,826 requests in 11 s. It now stops at the first cursor
 /// it has seen before, keeps what it fetched and says so.
-#[actix::test]
 async fn a_refresh_whose_cursors_go_round_stops() {
     let (sup, events) = start_supervisor(quick_settings(), [cycling_cursors("loop", false)]);
     events.ready("loop", 1).await;
@@ -54,10 +54,14 @@ async fn a_refresh_whose_cursors_go_round_stops() {
 }
 
 /// The same cursors at the handshake: the server still connects, with what its pages held.
-#[actix::test]
 async fn a_handshake_whose_cursors_go_round_still_connects() {
     let (sup, events) = start_supervisor(quick_settings(), [cycling_cursors("hs", true)]);
     events.ready("hs", 1).await;
     sup.send(Ping::new("hs")).await.unwrap().expect("usable");
     assert!(status(&sup, "hs").await.tools.is_empty());
 }
+
+in_both_eras!(
+    a_refresh_whose_cursors_go_round_stops,
+    a_handshake_whose_cursors_go_round_still_connects,
+);
