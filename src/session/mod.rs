@@ -566,6 +566,12 @@ impl Session {
                         self.open_listen(None, now);
                     }
                 }
+                Timer::ListenAck { seq, id } => {
+                    let timeout = self.settings.call_timeout;
+                    if let Some(live) = self.live.as_mut().filter(|l| l.seq == seq) {
+                        live.listen.unacknowledged(id, timeout);
+                    }
+                }
                 Timer::ToolsRefresh => {
                     if self.tools.start_refresh() {
                         self.commands.push_back(Command::RefreshTools);
@@ -678,19 +684,24 @@ impl Session {
             TransportEvent::Rejected(ids) => self.calls.unsend(&ids),
             TransportEvent::CallFailed { id, error } => {
                 self.liveness.saw_life(seq);
-                self.calls.fail_written(id, error);
+                match self.live.as_ref().and_then(|l| l.listen.among(&[id])) {
+                    Some(_) => self.on_listen_failed(error, now),
+                    None => self.calls.fail_written(id, error),
+                }
             }
             TransportEvent::Interrupted { ids, error } => {
-                let listen = self
-                    .live
-                    .as_ref()
-                    .is_some_and(|l| l.listen.interrupted(&ids));
-                if listen {
+                match self.live.as_ref().and_then(|l| l.listen.among(&ids)) {
                     // The listen stream broke: as the GET stream's loss, the connection's.
-                    self.connection_lost(error, now);
-                } else {
-                    self.calls.settle(&error, Some(&ids), self.tools.list());
-                    self.perform(Action::FlushWaiting, now);
+                    Some(true) => self.connection_lost(error, now),
+                    listen => {
+                        if listen.is_some() {
+                            // It never opened: as a GET stream that cannot be read, not the
+                            // connection's loss.
+                            self.on_listen_failed(error.clone(), now);
+                        }
+                        self.calls.settle(&error, Some(&ids), self.tools.list());
+                        self.perform(Action::FlushWaiting, now);
+                    }
                 }
             }
             TransportEvent::Closed(error) => self.connection_lost(error, now),
@@ -998,6 +1009,24 @@ impl Session {
         };
         live.listen
             .open(&self.name, filter, waiter, &live.wire, || ids.next(), now);
+        if let Some(id) = live.listen.awaited() {
+            // Its subscribers wait no longer than a call would.
+            let at = saturating_add(now, self.settings.call_timeout);
+            self.timers.listen_ack(at, live.seq, id);
+            self.moved_to(at);
+        }
+    }
+
+    /// The listen's request failed before it was acknowledged (see [`listen`]).
+    fn on_listen_failed(&mut self, error: Error, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let seq = live.seq;
+        if let Ended::ReopenAt(at) = live.listen.failed(error, now) {
+            self.timers.listen_reopen(at, seq);
+            self.moved_to(at);
+        }
     }
 
     fn on_listen_end(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) {

@@ -19,6 +19,7 @@ use crate::transport::Link;
 
 mod calls;
 mod eras;
+mod listen;
 mod liveness;
 
 /// The driver and the server of one session, on a fake clock.

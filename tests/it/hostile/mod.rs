@@ -22,6 +22,7 @@ mod server_text;
 mod settings;
 mod soak_findings;
 mod stdio_process;
+mod subscriptions;
 
 /// The request that opens a connection in the running test's era: `initialize`, or the
 /// 2026-07-28 revision's `server/discover`.
