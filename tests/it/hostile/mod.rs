@@ -16,6 +16,7 @@ mod ids;
 mod lists;
 mod lookalikes;
 mod misuse;
+mod nesting;
 mod revival;
 mod server_requests;
 mod server_text;
