@@ -192,11 +192,12 @@ impl Attempt {
         };
         let (negotiated, era_note) = session.open().await?;
 
-        let tools = if negotiated.capabilities.tools.is_some() {
-            let tools = session.list_tools().await?;
-            session.wire.accept_tools(&self.server, tools)
+        let (tools, tools_cut) = if negotiated.capabilities.tools.is_some() {
+            let listed = session.list_tools().await?;
+            let tools = session.wire.accept_tools(&self.server, listed.items);
+            (tools, listed.cut)
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let subscribed = session.resubscribe(&negotiated).await?;
         session.set_log_level(&negotiated).await;
@@ -217,6 +218,7 @@ impl Attempt {
                 reused,
                 answered,
                 tools,
+                tools_cut,
                 notifications,
                 subscribed,
             },
@@ -354,16 +356,16 @@ impl Handshake<'_> {
         )
     }
 
-    async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    async fn list_tools(&mut self) -> Result<pagination::Listed<Tool>, Error> {
         let server = self.attempt.server.clone();
         let listed = pagination::list_all_tools(&server, async |params| {
             self.request("tools/list", params).await
         })
         .await?;
-        if let Some(overflow) = &listed.overflow {
-            tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
+        if let Some(cut) = &listed.cut {
+            tracing::warn!(server = %server, why = %cut, "tools/list was cut short");
         }
-        Ok(listed.items)
+        Ok(listed)
     }
 
     /// Asks a session-era server for the configured log level (the modern era sends it with

@@ -50,6 +50,7 @@ use crate::protocol::era::{judge_initialize_error, Era};
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::mrtr::{self, InputRequest, Round};
+use crate::protocol::pagination::Listed;
 use crate::protocol::response::Reparsed;
 use crate::protocol::text::server_text;
 use crate::transport::{SkipCounters, TransportEvent};
@@ -138,6 +139,8 @@ pub(crate) struct Opened {
     /// nothing was answered on proves nothing about a discovery).
     pub answered: bool,
     pub tools: Vec<Tool>,
+    /// Why `tools` is not the server's whole list, if it is not.
+    pub tools_cut: Option<String>,
     /// Notifications that arrived during the handshake.
     pub notifications: Vec<(String, Option<Value>)>,
     /// The subscriptions the handshake sent.
@@ -453,6 +456,7 @@ impl Session {
             reused,
             answered,
             tools,
+            tools_cut,
             notifications,
             subscribed,
         } = opened;
@@ -468,7 +472,11 @@ impl Session {
         let had_session = self.era.negotiated().is_some();
         let modern = negotiated.era == Era::Modern;
         self.era.opened(negotiated, reused, now);
-        if let Some(event) = self.tools.replace(&self.name, tools, had_session) {
+        let listed = Listed {
+            items: tools,
+            cut: tools_cut,
+        };
+        if let Some(event) = self.tools.replace(&self.name, listed, had_session) {
             self.emit(event);
         }
         self.live = Some(Live {
@@ -1077,10 +1085,10 @@ impl Session {
     // ----- the tool list -----
 
     /// The tool list fetched after [`Command::RefreshTools`].
-    pub fn tools_refreshed(&mut self, result: Result<Vec<Tool>, Error>, now: Instant) {
+    pub fn tools_refreshed(&mut self, result: Result<Listed<Tool>, Error>, now: Instant) {
         match result {
-            Ok(tools) => {
-                if let Some(event) = self.tools.replace(&self.name, tools, true) {
+            Ok(listed) => {
+                if let Some(event) = self.tools.replace(&self.name, listed, true) {
                     self.emit(event);
                 }
             }
@@ -1151,6 +1159,7 @@ impl Session {
             protocol_version: negotiated.map(|n| n.version.clone()),
             capabilities: negotiated.map(|n| n.capabilities.clone()),
             tools: self.tools.list().to_vec(),
+            tools_truncated: self.tools.cut().map(str::to_owned),
             subscriptions: self.subscriptions.iter().cloned().collect(),
             counters,
             last_error: self.last_error.clone(),
