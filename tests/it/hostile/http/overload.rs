@@ -153,11 +153,19 @@ async fn a_get_stream_refused_with_retry_after_is_reopened_no_sooner() {
         Canned::status(503).header("retry-after", "1").times(2),
     );
     let (sup, events) = start(&server).await;
-    subscribe(&sup, "mem://a").await;
+    // A subscription is a listen of its own in the modern era (the one opened at Ready is for
+    // tool-list changes): made while the first is under way, it would go out beside it, before
+    // any refusal was known. It is made once the listen is open.
+    if era() == "legacy" {
+        subscribe(&sup, "mem://a").await;
+    }
     until("the GET stream open", || change_streams_asked(&server) >= 3).await;
     let times = change_stream_times(&server);
     for gap in &gaps(&times)[..2] {
         assert!(*gap >= Duration::from_secs(1), "{:?}", gaps(&times));
+    }
+    if era() == "modern" {
+        subscribe(&sup, "mem://a").await;
     }
     // The stream is the session's: a notification comes through it.
     let call = CallTool::new("web", "notify_resource", json!({"uri": "mem://a"}));
