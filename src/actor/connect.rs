@@ -18,8 +18,9 @@ use crate::actor::server_requests::ServerRequests;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::era::Era;
-use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
+use crate::protocol::mrtr;
 use crate::protocol::pagination;
 use crate::protocol::text::server_text;
 use crate::session::wire::Wire;
@@ -190,11 +191,12 @@ impl Attempt {
         };
         let (negotiated, era_note) = session.open().await?;
 
-        let tools = if negotiated.capabilities.tools.is_some() {
-            let tools = session.list_tools().await?;
-            session.wire.accept_tools(&self.server, tools)
+        let (tools, tools_cut) = if negotiated.capabilities.tools.is_some() {
+            let listed = session.list_tools().await?;
+            let tools = session.wire.accept_tools(&self.server, listed.items);
+            (tools, listed.cut)
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let subscribed = session.resubscribe(&negotiated).await?;
         session.set_log_level(&negotiated).await;
@@ -215,6 +217,7 @@ impl Attempt {
                 reused,
                 answered,
                 tools,
+                tools_cut,
                 notifications,
                 subscribed,
             },
@@ -300,6 +303,15 @@ impl Handshake<'_> {
                     }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
+                    if self.wire.era() == Era::Modern {
+                        // As on the connection it hands over (see `Session::on_message`).
+                        tracing::debug!(server = %server, method = %server_text(&method), "a modern server sent a request; refused");
+                        let refusal = Err(mrtr::server_request_refusal());
+                        self.connection
+                            .outbound
+                            .send(jsonrpc::response_line(&id, &refusal));
+                        continue;
+                    }
                     self.attempt.server_requests.answer(
                         &self.connection.outbound,
                         id,
@@ -324,16 +336,16 @@ impl Handshake<'_> {
         ))
     }
 
-    async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    async fn list_tools(&mut self) -> Result<pagination::Listed<Tool>, Error> {
         let server = self.attempt.server.clone();
         let listed = pagination::list_all_tools(&server, async |params| {
             self.request("tools/list", params).await
         })
         .await?;
-        if let Some(overflow) = &listed.overflow {
-            tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
+        if let Some(cut) = &listed.cut {
+            tracing::warn!(server = %server, why = %cut, "tools/list was cut short");
         }
-        Ok(listed.items)
+        Ok(listed)
     }
 
     /// Asks a session-era server for the configured log level (the modern era sends it with

@@ -51,7 +51,10 @@ function row({ status: s, at }) {
   tr.append(el("td", s.transport + (s.pid ? " pid " + s.pid : ""), { "data-field": "process" }));
   const version = [s.era, s.protocol_version].filter(Boolean).join(" ");
   tr.append(el("td", version || "–", { "data-field": "protocol" }));
-  tr.append(el("td", s.tool_count, { "data-field": "tools", class: "num" }));
+  // A list cut short (its pages walked to a bound) shows as "10000+", why in its title.
+  const tools = el("td", s.tool_count + (s.tools_truncated ? "+" : ""), { "data-field": "tools", class: "num" });
+  if (s.tools_truncated) tools.setAttribute("title", "cut short: " + s.tools_truncated);
+  tr.append(tools);
   const dl = el("dl", null, { class: "counters" });
   for (const [key, label] of COUNTERS) {
     dl.append(el("dt", label), el("dd", s.counters[key], { "data-field": key }));

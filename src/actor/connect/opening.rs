@@ -81,6 +81,8 @@ impl Handshake<'_> {
         let mut era = first;
         let mut version = MODERN_VERSIONS[0].to_owned();
         let mut note = None;
+        // Why each try found the other era, for the error should none settle it.
+        let mut reasons = Vec::with_capacity(MAX_TRIES);
         for _ in 0..MAX_TRIES {
             let tried = match era {
                 Era::Modern => {
@@ -111,11 +113,15 @@ impl Handshake<'_> {
             if let Some(next) = next_version {
                 version = next;
             }
+            reasons.push(format!("{era}: {reason}"));
             era = era.other();
         }
         Err(Error::connection(
             &self.attempt.server,
-            "the server answered neither the modern nor the legacy opening consistently",
+            format!(
+                "the server answered neither the modern nor the legacy opening consistently ({})",
+                reasons.join("; ")
+            ),
         ))
     }
 
@@ -223,6 +229,8 @@ impl Handshake<'_> {
 
     /// The `initialize` handshake.
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
+        // Whatever the probe before found, a request the server sends now is of the session
+        // era, for the application's handler.
         self.wire = Wire::legacy(self.link.clone());
         let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
         let answer = self.request("initialize", Some(params)).await;
