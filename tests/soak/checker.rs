@@ -186,8 +186,8 @@ fn check_call(
     match &call.outcome {
         Outcome::Hung => broken("answered: no answer by the bound plus the watchdog"),
         // A call sent straight to an actor that stops (removed) or dies (panics) before it
-        // takes the call is dropped by actix with its mailbox: nothing is left to answer it.
-        // (`GetServer`'s doc says such a call fails with `Stopped`; see the soak's report.)
+        // takes the call is dropped by actix with its mailbox: nothing is left to answer it
+        // (`GetServer`'s doc says so). Through the supervisor, it is answered.
         Outcome::Mailbox(_) if after || ((removed || panicked) && call.route == Route::Direct) => {}
         Outcome::Mailbox(_) => broken("answered: the request was dropped (MailboxError)"),
         Outcome::Wrong(_) => broken("the right answer: an ok result that is not this call's"),
