@@ -137,8 +137,10 @@
 //!   error kinds and errors (`ErrorView`), one file each, durations and instants as
 //!   milliseconds.
 //! - `web` (feature `actix-web`): `response` (the error as an actix-web `ResponseError`),
-//!   `scope` (`status_scope`: `/status`, `/status/events`, `/status/page`), `events` (the
-//!   bounded Server-Sent Events stream) and `page` (the operators' HTML page and its script).
+//!   `scope` (`status_scope`: `/status`, `/status/events`, `/status/page`), `visibility` (who
+//!   sees everything: by default a request from this machine) and `redacted` (what everyone
+//!   else sees), `events` (the bounded Server-Sent Events stream) and `page` (the operators'
+//!   HTML page and its script).
 //! - [`model`]: `rmcp::model`, the MCP schema types, re-exported.
 //!
 //! Beside the library:

@@ -64,7 +64,9 @@ function row({ status: s, at }) {
   tr.append(counters);
   const error = el("td", null, { "data-field": "last_error", class: "error" });
   if (s.last_error) {
-    error.append(el("div", s.last_error.code + ": " + s.last_error.message));
+    // The redacted view has the code only.
+    const message = s.last_error.message ? ": " + s.last_error.message : "";
+    error.append(el("div", s.last_error.code + message));
     if (s.last_error.stderr_tail && s.last_error.stderr_tail.length) {
       error.append(el("pre", s.last_error.stderr_tail.join("\n"), { "data-field": "stderr_tail" }));
     }
@@ -77,6 +79,7 @@ function replaceAll(statuses) {
   const now = Date.now();
   rows.clear();
   for (const s of statuses) rows.set(s.name, { status: s, at: now });
+  document.getElementById("redacted").hidden = !statuses.some((s) => s.redacted);
   render();
 }
 
