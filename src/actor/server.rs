@@ -32,9 +32,34 @@ pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
 mod handlers;
 
-/// The time, as the actor tells it to the session: tokio's clock, which a test may pause.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
+/// The actor's clock: the time it tells its session, and what its one timer waits on.
+#[derive(Clone, Default)]
+pub(crate) enum Clock {
+    /// The system's monotonic clock.
+    #[default]
+    Real,
+    /// A clock a unit test moves by hand, so that the actor runs in virtual time.
+    #[cfg(test)]
+    Manual(tests::ManualClock),
+}
+
+impl Clock {
+    fn now(&self) -> Instant {
+        match self {
+            Clock::Real => Instant::now(),
+            #[cfg(test)]
+            Clock::Manual(clock) => clock.now(),
+        }
+    }
+
+    /// Returns once the clock reads `at` or later.
+    fn sleep_until(&self, at: Instant) -> futures_util::future::LocalBoxFuture<'static, ()> {
+        match self {
+            Clock::Real => Box::pin(tokio::time::sleep_until(at.into())),
+            #[cfg(test)]
+            Clock::Manual(clock) => clock.sleep_until(at),
+        }
+    }
 }
 
 /// The IO of the connection the session talks through.
@@ -103,6 +128,7 @@ pub struct ServerActor {
     /// `Shutdown`, however many are sent, answers only then.
     stopped: watch::Sender<bool>,
     dial: Dial,
+    clock: Clock,
     _gone: Option<GoneNotice>,
 }
 
@@ -115,13 +141,14 @@ impl ServerActor {
         let ids = RequestIds::default();
         let skips = Arc::<SkipCounters>::default();
         let server_requests = ServerRequests::new(name.clone(), None, settings.call_timeout);
+        let clock = Clock::default();
         let session = Session::new(
             name,
             settings,
             config.transport(),
             ids.clone(),
             skips.clone(),
-            now(),
+            clock.now(),
             rand::random(),
         );
         ServerActor {
@@ -138,6 +165,7 @@ impl ServerActor {
             closing: Vec::new(),
             stopped: watch::Sender::new(false),
             dial: Dial::Configured,
+            clock,
             _gone: None,
         }
     }
@@ -161,10 +189,21 @@ impl ServerActor {
         self
     }
 
-    /// Connects through an in-memory network instead of the configured transport.
+    /// Connects through an in-memory network instead of the configured transport, and runs
+    /// on `clock`.
     #[cfg(test)]
-    pub(crate) fn dialing(mut self, dial: Dial) -> Self {
+    pub(crate) fn dialing(mut self, dial: Dial, clock: Clock) -> Self {
         self.dial = dial;
+        self.session = Session::new(
+            self.session.name().clone(),
+            self.session.settings().clone(),
+            self.config.transport(),
+            self.ids.clone(),
+            self.skips.clone(),
+            clock.now(),
+            rand::random(),
+        );
+        self.clock = clock;
         self
     }
 
@@ -189,10 +228,10 @@ impl ServerActor {
         if self.timer.as_ref().is_some_and(|(at, _)| *at <= next) {
             return;
         }
-        let after = next.saturating_duration_since(now());
         let actor = ctx.address().downgrade();
+        let due = self.clock.sleep_until(next);
         let task = actix::spawn(async move {
-            tokio::time::sleep(after).await;
+            due.await;
             if let Some(actor) = actor.upgrade() {
                 actor.do_send(TimerDue(next));
             }
@@ -273,7 +312,8 @@ impl ServerActor {
             }
             Err(error) => Err(error),
         };
-        self.session.attempt_done(seq, opened, learned, now());
+        self.session
+            .attempt_done(seq, opened, learned, self.clock.now());
         self.drive(ctx);
     }
 
@@ -319,7 +359,7 @@ impl ServerActor {
             if let Ok(pagination::Listed { cut: Some(cut), .. }) = &listed {
                 tracing::warn!(server = %act.session.name(), why = %cut, "tools/list was cut short");
             }
-            act.session.tools_refreshed(listed, now());
+            act.session.tools_refreshed(listed, act.clock.now());
             act.drive(ctx);
         }));
     }
@@ -333,7 +373,7 @@ impl ServerActor {
                 .ask(request.method.clone(), request.params.clone())
             else {
                 self.session
-                    .input_answered(ask, InputAnswers::NoHandler, now());
+                    .input_answered(ask, InputAnswers::NoHandler, self.clock.now());
                 return self.drive(ctx);
             };
             let (key, method) = (request.key.clone(), request.method.clone());
@@ -343,8 +383,11 @@ impl ServerActor {
             join_all(asks)
                 .into_actor(self)
                 .map(move |answers, act, ctx| {
-                    act.session
-                        .input_answered(ask, InputAnswers::Answered(answers), now());
+                    act.session.input_answered(
+                        ask,
+                        InputAnswers::Answered(answers),
+                        act.clock.now(),
+                    );
                     act.drive(ctx);
                 }),
         );
@@ -355,7 +398,7 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.session.start(now());
+        self.session.start(self.clock.now());
         self.drive(ctx);
     }
 }
@@ -365,7 +408,7 @@ impl StreamHandler<FromServer> for ServerActor {
         if self.live.as_ref().map(|l| l.seq) != Some(seq) {
             return;
         }
-        self.session.transport_event(seq, event, now());
+        self.session.transport_event(seq, event, self.clock.now());
         self.drive(ctx);
     }
 
@@ -382,7 +425,7 @@ impl Handler<TimerDue> for ServerActor {
         if self.timer.as_ref().is_some_and(|(at, _)| *at == due) {
             self.timer = None;
         }
-        self.session.handle_timeout(now().max(due));
+        self.session.handle_timeout(self.clock.now().max(due));
         self.drive(ctx);
         self.arm_timer(ctx);
     }

@@ -97,12 +97,6 @@ impl Listener {
     pub fn dials(&self) -> usize {
         *self.network.0.borrow().dials.borrow()
     }
-
-    /// Returns once `n` dials were made, refused ones included.
-    pub async fn dialed(&self, n: usize) {
-        let mut dials = self.network.0.borrow().dials.subscribe();
-        let _ = dials.wait_for(|dials| *dials >= n).await;
-    }
 }
 
 /// The server's end of one in-memory connection.
@@ -124,6 +118,21 @@ impl Peer {
             }
             Outgoing::Abandon(id) => serde_json::json!({ "abandon": id }),
         })
+    }
+
+    /// What the client wrote that the test has not read yet, without waiting (a transport
+    /// letting go of a request counts too).
+    pub fn pending(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Ok(item) = self.written.try_recv() {
+            out.push(match item {
+                Outgoing::Line(line) | Outgoing::Modern { line, .. } => {
+                    serde_json::from_slice(&line).expect("the client writes JSON")
+                }
+                Outgoing::Abandon(id) => serde_json::json!({ "abandon": id }),
+            });
+        }
+        out
     }
 
     /// Sends the client one message (a response, a notification, a request), parsed as a

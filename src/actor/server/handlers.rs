@@ -12,7 +12,7 @@ use std::rc::Rc;
 use actix::prelude::*;
 use serde_json::Value;
 
-use super::{now, InjectPanic, ServerActor};
+use super::{InjectPanic, ServerActor};
 use crate::actor::messages::*;
 use crate::actor::reply::{self, CallResponse, Slot};
 use crate::actor::routing::Routed;
@@ -25,12 +25,12 @@ use crate::session::status::ServerStatus;
 impl ServerActor {
     /// Hands a caller's call to the session, answered on `reply` (at once, if it is refused).
     fn begin_call(&mut self, call: CallRequest, reply: Rc<dyn Reply>, ctx: &mut Context<Self>) {
-        self.session.call(call, reply, now());
+        self.session.call(call, reply, self.clock.now());
         self.drive(ctx);
     }
 
     fn status(&self) -> ServerStatus {
-        let mut status = self.session.status(now());
+        let mut status = self.session.status(self.clock.now());
         status.pid = self.live.as_ref().and_then(|l| l.closer.pid());
         let fanout = self.events.counts();
         status.counters.events_dropped = fanout.dropped;
@@ -104,7 +104,8 @@ impl Handler<Subscribe> for ServerActor {
 
     fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Self::Result {
         let slot = Slot::empty(reply::unit, "Subscribe");
-        self.session.subscribe(msg.uri, slot.clone(), now());
+        self.session
+            .subscribe(msg.uri, slot.clone(), self.clock.now());
         self.drive(ctx);
         CallResponse(slot)
     }
@@ -115,7 +116,8 @@ impl Handler<Unsubscribe> for ServerActor {
 
     fn handle(&mut self, msg: Unsubscribe, ctx: &mut Context<Self>) -> Self::Result {
         let slot = Slot::empty(reply::unit, "Unsubscribe");
-        self.session.unsubscribe(msg.uri, slot.clone(), now());
+        self.session
+            .unsubscribe(msg.uri, slot.clone(), self.clock.now());
         self.drive(ctx);
         CallResponse(slot)
     }
@@ -155,7 +157,7 @@ impl Handler<Reconnect> for ServerActor {
     type Result = Result<(), Error>;
 
     fn handle(&mut self, _: Reconnect, ctx: &mut Context<Self>) -> Self::Result {
-        let done = self.session.reconnect(now());
+        let done = self.session.reconnect(self.clock.now());
         self.drive(ctx);
         done
     }
@@ -172,7 +174,7 @@ impl Handler<Shutdown> for ServerActor {
                 gone.deliberate = true;
             }
             // Calls in flight get their answer now rather than at their deadline.
-            self.session.stop(now());
+            self.session.stop(self.clock.now());
             self.drive(ctx);
             let closing = std::mem::take(&mut self.closing);
             let reaping = self.reaping.clone();

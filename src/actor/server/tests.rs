@@ -1,13 +1,18 @@
-//! The actor as a whole, over the in-memory transport and tokio's paused clock: the session's
+//! The actor as a whole, over the in-memory transport and a clock the test moves: the session's
 //! rules as a caller of the actor meets them, with a test playing the server (its handshake
-//! included). No process, no socket: virtual time passes whenever everything waits.
+//! included). No process, no socket, no real waiting: time passes when the test says so.
 
-use std::time::Duration;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::LocalBoxFuture;
+use tokio::sync::watch;
 
 use actix::prelude::*;
 use serde_json::{json, Value};
 
-use super::ServerActor;
+use super::{Clock, ServerActor};
 use crate::actor::connect::Dial;
 use crate::config::{ServerConfig, Settings};
 #[cfg(feature = "http")]
@@ -19,11 +24,62 @@ use crate::transport::memory::{Listener, Network, Peer};
 use crate::transport::TransportEvent;
 use crate::{CallTool, GetStatus, ServerStatus};
 
-/// An actor for `config` dialing an in-memory network (the test pauses tokio's clock first).
-fn start(config: ServerConfig) -> (Addr<ServerActor>, Listener) {
+/// A clock a test moves by hand: the actor's timer fires when the test has moved the clock past
+/// it. (Its connection attempts' own timeouts run on real time, which the tests never wait
+/// for: the test answers at once.)
+#[derive(Clone)]
+pub(crate) struct ManualClock {
+    now: Rc<Cell<Instant>>,
+    moved: Rc<watch::Sender<Instant>>,
+}
+
+impl ManualClock {
+    fn new() -> Self {
+        let start = Instant::now();
+        ManualClock {
+            now: Rc::new(Cell::new(start)),
+            moved: Rc::new(watch::Sender::new(start)),
+        }
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        self.now.get()
+    }
+
+    pub(crate) fn sleep_until(&self, at: Instant) -> LocalBoxFuture<'static, ()> {
+        let mut moved = self.moved.subscribe();
+        Box::pin(async move {
+            let _ = moved.wait_for(|now| *now >= at).await;
+        })
+    }
+
+    /// Moves the clock `by` forward, waking what waits for it.
+    fn advance(&self, by: Duration) {
+        self.now.set(self.now.get() + by);
+        self.moved.send_replace(self.now.get());
+    }
+}
+
+/// An actor for `config` dialing an in-memory network, on a clock the test moves.
+fn start(config: ServerConfig) -> (Addr<ServerActor>, Listener, ManualClock) {
     let (network, listener) = Network::new();
-    let actor = ServerActor::new(config, &Settings::default()).dialing(Dial::Memory(network));
-    (actor.start(), listener)
+    let clock = ManualClock::new();
+    let actor = ServerActor::new(config, &Settings::default())
+        .dialing(Dial::Memory(network), Clock::Manual(clock.clone()));
+    (actor.start(), listener, clock)
+}
+
+/// The next connection the actor opens, moving the clock on in small steps while none comes
+/// (reconnects wait their backoff, in virtual time).
+async fn next_peer(net: &mut Listener, clock: &ManualClock) -> Peer {
+    for _ in 0..100_000 {
+        tokio::select! {
+            biased;
+            peer = net.accept() => return peer,
+            () = tokio::task::yield_now() => clock.advance(Duration::from_millis(10)),
+        }
+    }
+    panic!("no connection within 1000 s of virtual time");
 }
 
 /// The next message the client wrote, which must be of `method` (the transport being let go
@@ -78,8 +134,7 @@ async fn status(addr: &Addr<ServerActor>) -> ServerStatus {
 
 #[actix::test]
 async fn a_call_goes_through_the_actor_and_its_answer_comes_back() {
-    tokio::time::pause();
-    let (addr, mut net) = start(ServerConfig::stdio("mem", "unused"));
+    let (addr, mut net, _clock) = start(ServerConfig::stdio("mem", "unused"));
     let mut peer = net.accept().await;
     legacy_opening(&mut peer).await;
     let call = addr.send(CallTool::new("mem", "echo", json!({"text": "hi"})));
@@ -111,10 +166,9 @@ fn both_eras() -> Vec<ServerConfig> {
 /// cancelled on the server, its slot freed, and counted — in both eras.
 #[actix::test]
 async fn a_caller_who_leaves_has_its_call_cancelled_on_the_server() {
-    tokio::time::pause();
     for config in both_eras() {
         let modern = matches!(config.transport(), crate::config::Transport::Http(_));
-        let (addr, mut net) = start(config);
+        let (addr, mut net, clock) = start(config);
         let mut peer = net.accept().await;
         if modern {
             modern_opening(&mut peer).await;
@@ -131,7 +185,8 @@ async fn a_caller_who_leaves_has_its_call_cancelled_on_the_server() {
             }
             // ...then the caller goes away.
         };
-        let started = tokio::time::Instant::now();
+        assert!(peer.pending().is_empty(), "nothing before the sweep");
+        clock.advance(CALLER_SWEEP);
         let mut seen = Vec::new();
         loop {
             let message = peer.recv().await.unwrap();
@@ -141,11 +196,6 @@ async fn a_caller_who_leaves_has_its_call_cancelled_on_the_server() {
                 break;
             }
         }
-        assert!(
-            started.elapsed() <= CALLER_SWEEP * 2,
-            "{:?}",
-            started.elapsed()
-        );
         let notified = seen.iter().any(|m| {
             m["method"] == "notifications/cancelled" && m["params"]["requestId"] == request["id"]
         });
@@ -164,8 +214,7 @@ async fn a_caller_who_leaves_has_its_call_cancelled_on_the_server() {
 #[cfg(feature = "http")]
 #[actix::test]
 async fn a_server_rolled_back_to_the_session_era_is_met_there_at_once() {
-    tokio::time::pause();
-    let (addr, mut net) = start(ServerConfig::http("mem", "http://127.0.0.1:1/mcp"));
+    let (addr, mut net, clock) = start(ServerConfig::http("mem", "http://127.0.0.1:1/mcp"));
     let mut modern = net.accept().await;
     modern_opening(&mut modern).await;
     let call = addr.send(CallTool::new("mem", "echo", json!({})));
@@ -179,7 +228,7 @@ async fn a_server_rolled_back_to_the_session_era_is_met_there_at_once() {
 
     // The first attempt after reuses the discovery: its tools/list meets a session-era server,
     // which refuses a request without a session.
-    let mut reused = net.accept().await;
+    let mut reused = next_peer(&mut net, &clock).await;
     let list = expect(&mut reused, "tools/list").await;
     reused.event(TransportEvent::CallFailed {
         id: list["id"].as_u64().unwrap(),
@@ -190,7 +239,7 @@ async fn a_server_rolled_back_to_the_session_era_is_met_there_at_once() {
         ),
     });
     // The next one asks again, and is told the session era.
-    let mut legacy = net.accept().await;
+    let mut legacy = next_peer(&mut net, &clock).await;
     legacy_opening(&mut legacy).await;
     let call = addr.send(CallTool::new("mem", "echo", json!({})));
     let server = async {
@@ -212,22 +261,27 @@ async fn a_server_rolled_back_to_the_session_era_is_met_there_at_once() {
 /// nothing more is dropped after the liveness check; the one after answers.
 #[actix::test]
 async fn a_silent_server_is_replaced_after_a_timeout_and_its_check() {
-    tokio::time::pause();
-    let (addr, mut net) = start(ServerConfig::stdio("mem", "unused"));
+    let (addr, mut net, clock) = start(ServerConfig::stdio("mem", "unused"));
     let mut peer = net.accept().await;
     legacy_opening(&mut peer).await;
     let call = CallTool::new("mem", "hang", json!({})).timeout(Duration::from_secs(3));
-    let started = tokio::time::Instant::now();
-    let (result, _) = futures_util::join!(addr.send(call), expect(&mut peer, "tools/call"));
+    let started = clock.now();
+    let call = addr.send(call);
+    let mut call = std::pin::pin!(call);
+    tokio::select! {
+        _ = expect(&mut peer, "tools/call") => {}
+        _ = &mut call => panic!("answered without a server"),
+    }
+    clock.advance(Duration::from_millis(2999));
+    assert!(peer.pending().is_empty(), "nothing before the deadline");
+    clock.advance(Duration::from_millis(1));
+    let result = call.await;
     assert_eq!(result.unwrap().unwrap_err().kind(), ErrorKind::Timeout);
-    let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_secs(3) && waited < Duration::from_millis(3100),
-        "{waited:?}"
-    );
-    // Cancelled, then checked; the check gets nothing.
+    assert_eq!(clock.now() - started, Duration::from_secs(3));
+    // Cancelled, then checked; the check gets nothing within ping_timeout.
     expect(&mut peer, "notifications/cancelled").await;
     expect(&mut peer, "ping").await;
+    clock.advance(Settings::default().ping_timeout);
     let mut next = net.accept().await;
     assert!(
         peer.closed_by_client().is_some(),
@@ -252,8 +306,7 @@ async fn a_silent_server_is_replaced_after_a_timeout_and_its_check() {
 #[cfg(feature = "http")]
 #[actix::test]
 async fn a_call_whose_request_never_reached_a_dead_server_goes_out_when_it_is_back() {
-    tokio::time::pause();
-    let (addr, mut net) = start(ServerConfig::http("mem", "http://127.0.0.1:1/mcp"));
+    let (addr, mut net, clock) = start(ServerConfig::http("mem", "http://127.0.0.1:1/mcp"));
     let mut peer = net.accept().await;
     modern_opening(&mut peer).await;
     let call = CallTool::new("mem", "counter", json!({}))
@@ -271,9 +324,12 @@ async fn a_call_whose_request_never_reached_a_dead_server_goes_out_when_it_is_ba
             "cannot connect: connection refused",
         ));
         // Down for a while: the reconnects are refused.
-        net.dialed(4).await;
+        while net.dials() < 4 {
+            tokio::task::yield_now().await;
+            clock.advance(Duration::from_millis(10));
+        }
         net.refuse(None);
-        let mut back = net.accept().await;
+        let mut back = next_peer(&mut net, &clock).await;
         modern_opening(&mut back).await;
         let request = expect(&mut back, "tools/call").await;
         back.answer(&request, json!({"content": []}));
