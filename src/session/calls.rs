@@ -98,9 +98,10 @@ impl CallTable {
         &self.counters
     }
 
-    /// The answers of the session's own calls since the last time.
-    pub fn take_internal(&mut self) -> Vec<InternalDone> {
-        std::mem::take(&mut self.internal)
+    /// The answers of the session's own calls since the last time (none, mostly: it costs a
+    /// length check then).
+    pub fn take_internal(&mut self) -> Option<Vec<InternalDone>> {
+        (!self.internal.is_empty()).then(|| std::mem::take(&mut self.internal))
     }
 
     /// Whether the table takes `call` now: not when it is for another server, the server is
@@ -138,10 +139,10 @@ impl CallTable {
         Ok(())
     }
 
-    /// Registers an [admitted](Self::admit) call, answered by `reply`, and returns its key:
-    /// written at once if the server is Ready and no older call waits, queued otherwise. The
-    /// session's own calls (not admitted: a liveness check must never be refused for a full
-    /// table) go first.
+    /// Registers an [admitted](Self::admit) call, answered by `reply`, and returns its key and
+    /// deadline: written at once if the server is Ready and no older call waits, queued
+    /// otherwise. The session's own calls (not admitted: a liveness check must never be
+    /// refused for a full table) go first.
     pub fn open(
         &mut self,
         call: CallRequest,
@@ -149,10 +150,11 @@ impl CallTable {
         situation: &Situation,
         wire: Option<&Wire>,
         now: Instant,
-    ) -> u64 {
+    ) -> (u64, Instant) {
         let id = self.ids.next();
         let internal = matches!(reply, Replier::Session(_));
         let entry = CallEntry::open(&self.server, id, call, reply, self.call_timeout, now);
+        let deadline = entry.deadline;
         self.calls.insert(id, entry);
         if situation.state.is_ready() && wire.is_some() && (self.waiting.is_empty() || internal) {
             self.write(id, wire);
@@ -164,7 +166,7 @@ impl CallTable {
             }
             self.flush(situation, wire);
         }
-        id
+        (id, deadline)
     }
 
     /// The deadline of call `key`, if it is in the table.
@@ -628,7 +630,7 @@ mod tests {
     ) -> Result<Receipt, Error> {
         calls.admit(&call, situation)?;
         let reply = Rc::new(Answer::default());
-        let id = calls.open(call, Replier::Caller(reply.clone()), situation, wire, now);
+        let (id, _) = calls.open(call, Replier::Caller(reply.clone()), situation, wire, now);
         Ok(Receipt { id, reply })
     }
 

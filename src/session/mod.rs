@@ -525,10 +525,10 @@ impl Session {
     fn open_call(&mut self, call: CallRequest, reply: Replier, now: Instant) -> u64 {
         let situation = situation_of(&self.machine, &self.last_error);
         let wire = self.live.as_ref().map(|l| &l.wire);
-        let key = self.calls.open(call, reply, &situation, wire, now);
-        if let Some(deadline) = self.calls.deadline_of(key) {
-            self.arm_deadline(key, deadline);
-        }
+        let (key, deadline) = self.calls.open(call, reply, &situation, wire, now);
+        // A call answered at once (refused by a transport that is gone) leaves a stale item,
+        // which the timer table skips.
+        self.arm_deadline(key, deadline);
         key
     }
 
@@ -614,11 +614,7 @@ impl Session {
 
     /// Acts on the answers of the session's own calls.
     fn act_on_internal(&mut self, now: Instant) {
-        loop {
-            let done = self.calls.take_internal();
-            if done.is_empty() {
-                return;
-            }
+        while let Some(done) = self.calls.take_internal() {
             for (internal, outcome) in done {
                 match internal {
                     Internal::Liveness { .. } => self.liveness_done(outcome, now),
