@@ -752,7 +752,7 @@ impl Session {
                     );
                     live.wire
                         .link()
-                        .send(jsonrpc::response_line(&id, &Err(error)));
+                        .answer(jsonrpc::response_line(&id, &Err(error)));
                     return;
                 }
                 self.commands

@@ -2,6 +2,11 @@
 //! non-JSON and over-long lines skipped and counted; the end of the connection when stdout
 //! closes, or shortly after the server's own process exited.
 //!
+//! It never waits for the writer: a server that writes a burst of requests before it reads
+//! its stdin again would otherwise block on its stdout while we wait for its stdin. When the
+//! answers that wait for its stdin reach the bound, a request from it is dropped unanswered,
+//! logged and counted (see [`crate::transport::backlog`]).
+//!
 //! A hand-written [`Stream`] rather than an `async` loop: it runs once per message of every
 //! call, and polling stdout first, and what else may end the connection (a failed write, the
 //! server's exit, the drain deadline) only when stdout has nothing, makes no future per
@@ -22,11 +27,13 @@ use tokio::sync::oneshot::{self, error::TryRecvError};
 use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
 
-use super::writer::Backlog;
+use super::writer::Queue;
 use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
 use crate::protocol::jsonrpc::{parse_line_into, Inbound};
+use crate::protocol::text::server_text;
+use crate::transport::backlog::MAX_BACKLOG;
 use crate::transport::{SkipCounters, TransportEvent};
 
 /// A future the reader keeps across polls.
@@ -55,10 +62,12 @@ pub(super) struct Reader {
     /// The server's process group, killed when the server exited but its stdout stays open.
     group: Option<Pid>,
     skips: Arc<SkipCounters>,
-    /// What the writer has yet to write: requests from the server wait for room.
-    backlog: Arc<Backlog>,
-    /// A request from the server waiting for room in the backlog.
-    room: Option<Waiting<()>>,
+    /// What waits for the server's stdin: its requests are dropped while too many of their
+    /// answers do.
+    stdin: Arc<Queue>,
+    /// Requests dropped since the answers last had room: the first is logged, and their
+    /// number once there is room again (or the connection ends).
+    dropped: u64,
     /// The connection's end, being reported (with the exit status and stderr tail).
     closing: Option<Waiting<TransportEvent>>,
     done: bool,
@@ -74,7 +83,7 @@ impl Reader {
         report: ProcessHandle,
         group: Option<Pid>,
         skips: Arc<SkipCounters>,
-        backlog: Arc<Backlog>,
+        stdin: Arc<Queue>,
     ) -> Self {
         Reader {
             server,
@@ -86,8 +95,8 @@ impl Reader {
             drain: None,
             group,
             skips,
-            backlog,
-            room: None,
+            stdin,
+            dropped: 0,
             closing: None,
             done: false,
         }
@@ -100,21 +109,33 @@ impl Reader {
         self.boxed_local()
     }
 
-    /// The next parsed message, once a request among them has room for its answer.
-    fn poll_queued(&mut self, cx: &mut Context<'_>) -> Poll<Option<Inbound>> {
-        let Some(front) = self.queued.front() else {
-            return Poll::Ready(None);
-        };
-        if matches!(front, Inbound::Request { .. }) && !self.backlog.has_room() {
-            let backlog = &self.backlog;
-            let room = self.room.get_or_insert_with(|| {
-                let backlog = backlog.clone();
-                Box::pin(async move { backlog.room().await })
-            });
-            ready!(room.as_mut().poll(cx));
-            self.room = None;
+    /// The next parsed message to hand out, dropping the server's requests whose answers
+    /// would find no room.
+    fn next_queued(&mut self) -> Option<Inbound> {
+        loop {
+            let message = self.queued.pop_front()?;
+            let Inbound::Request { method, .. } = &message else {
+                return Some(message);
+            };
+            if self.stdin.has_room_for_answer() {
+                self.log_dropped();
+                return Some(message);
+            }
+            self.dropped += 1;
+            crate::telemetry::message_skipped(&self.server, "unanswered");
+            if self.dropped == 1 {
+                tracing::warn!(server = %self.server, method = %server_text(method), waiting = MAX_BACKLOG, "the server is not reading its stdin: its request is dropped unanswered, and so are the next ones until the answers waiting for it are written");
+            }
         }
-        Poll::Ready(self.queued.pop_front())
+    }
+
+    /// How many requests were dropped since the answers last had room, once they have room
+    /// again or the connection ends.
+    fn log_dropped(&mut self) {
+        if self.dropped > 0 {
+            tracing::warn!(server = %self.server, dropped = self.dropped, "requests from the server were dropped unanswered while it did not read its stdin");
+            self.dropped = 0;
+        }
     }
 
     fn on_line(&mut self, line: Line) {
@@ -135,6 +156,7 @@ impl Reader {
     /// The connection is over, for `message`: its `Closed` event follows, with the exit status
     /// and stderr tail once they are in (or a short wait for them has passed).
     fn close(&mut self, message: String) {
+        self.log_dropped();
         let server = self.server.clone();
         let report = self.report.take();
         self.closing = Some(Box::pin(async move {
@@ -228,7 +250,7 @@ impl Stream for Reader {
         let this = self.get_mut();
         loop {
             // What was read before the end is handed out before the end is.
-            if let Some(message) = ready!(this.poll_queued(cx)) {
+            if let Some(message) = this.next_queued() {
                 return Poll::Ready(Some(TransportEvent::Message(message)));
             }
             if let Some(closing) = this.closing.as_mut() {

@@ -1,0 +1,108 @@
+//! The answers we owe a stdio server and cannot write yet, because it does not read its stdin:
+//! a server that writes a burst of requests of its own before it reads on, and one that floods
+//! us with requests while it does not read at all. Reading the server's stdout never waits for
+//! its stdin (that would deadlock with the first), and what waits for its stdin is bounded
+//! (the second would grow it without end).
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use mcp_supervisor::{CallTool, Shutdown};
+use serde_json::json;
+
+use crate::common::*;
+
+/// Issue 22, item 9 (a): a server writes a burst of pings of its own before it reads its stdin
+/// again, while our calls fill that stdin. Reading stopped while answers waited for stdin, so
+/// the server blocked on its stdout, never read on, and every call timed out (the liveness
+/// ping then failed and the process was killed). Reading now never waits on writing.
+#[actix::test]
+async fn a_server_that_writes_a_burst_before_it_reads_on_is_not_deadlocked() {
+    // More pings than its stdout pipe holds (64 KiB), so the burst blocks unless we read.
+    let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
+        {"repeat": 5000, "do": [{"request": "ping", "id": "p"}]},
+        {"default": true}
+    ]}]});
+    let (sup, events) = start_supervisor(quick_settings(), [hostile("burst", script)]);
+    events.ready("burst", 1).await;
+    // More than its stdin pipe holds (about 90 KB): our requests wait for it while it writes.
+    let calls = (0..1000).map(|x| {
+        sup.send(CallTool::new("burst", "echo", json!({ "x": x })).timeout(Duration::from_secs(10)))
+    });
+    for (x, outcome) in join_all(calls).await.into_iter().enumerate() {
+        let result = outcome
+            .expect("the supervisor is running")
+            .unwrap_or_else(|e| panic!("call {x}: {e}"));
+        assert_eq!(text_of(&result), format!("{{\"x\":{x}}}"));
+    }
+    assert_eq!(
+        events.states("burst"),
+        ["ready"],
+        "the server was never taken for dead"
+    );
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// Issue 22, item 9 (b): a server floods us with 100,000 pings while it does not read its
+/// stdin, where a large request of ours is already stuck. The answers were limited by a count
+/// only the writer task kept, as it took a batch: the stuck batch held one line, and all
+/// 100,000 answers waited in our memory behind it unseen. Now once the answers that wait for
+/// its stdin reach the bound, its further requests are dropped unanswered (logged and
+/// counted). When it reads again it finds the bounded few, nowhere near 100,000.
+#[actix::test]
+async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
+    const FLOOD: u64 = 100_000;
+    let script = json!({"rules": [
+        {"method": "tools/call", "nth": 1, "do": [
+            {"repeat": FLOOD, "do": [{"request": "ping", "id": "p"}]},
+            {"default": true}
+        ]},
+        {"method": "tools/call", "nth": 3, "do": [
+            {"stderr": "answers read: {answers}"},
+            {"default": true}
+        ]}
+    ]});
+    let (logs, _guard) = logs::capture(tracing::Level::INFO);
+    let (sup, events) = start_supervisor(quick_settings(), [hostile("flood", script)]);
+    events.ready("flood", 1).await;
+    let call = |args: serde_json::Value| {
+        sup.send(CallTool::new("flood", "echo", args).timeout(Duration::from_secs(20)))
+    };
+    // The first sets off the flood; the second, queued behind it, is more than the server's
+    // stdin pipe holds (64 KiB): it is stuck there until the flood is over.
+    let large = "x".repeat(200_000);
+    let (flooded, stuck) =
+        futures_util::join!(call(json!({"x": 1})), call(json!({ "large": large })));
+    assert_eq!(
+        text_of(&flooded.unwrap().expect("answered after the flood")),
+        r#"{"x":1}"#
+    );
+    assert!(text_of(&stuck.unwrap().expect("answered after the flood")).contains(&large));
+    // Queued behind every answer we wrote for the flood: the server reads them all first.
+    call(json!({"x": 3}))
+        .await
+        .unwrap()
+        .expect("answered after the answers");
+    until("the server's count of answers", || {
+        logs.text().contains("answers read: ")
+    })
+    .await;
+    let text = logs.text();
+    let answered: u64 = text
+        .split("answers read: ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in the logs: {text}"));
+    println!("{FLOOD} pings from a server not reading its stdin: {answered} answered");
+    assert!(
+        answered <= 1_000,
+        "{answered} answers to {FLOOD} pings were held for a server that did not read them"
+    );
+    assert!(answered > 0, "the first requests were answered");
+    assert!(
+        text.contains("not reading its stdin"),
+        "the dropped requests are logged: {text}"
+    );
+    sup.send(Shutdown).await.unwrap();
+}
