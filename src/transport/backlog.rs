@@ -8,10 +8,11 @@
 //! few notifications). What a transport does at the bound differs, because its reading and its
 //! writing are tied differently:
 //!
-//! - stdio drops the server's request unanswered, and reads on. Its reader never waits for its
-//!   writer: there is one pipe each way, and a server that writes a burst of requests before it
-//!   reads its stdin again blocks on its stdout — were we to stop reading until it read our
-//!   answers, neither would ever go on.
+//! - stdio drops the answer where it is queued, whichever way its request came, and the reader
+//!   does not hand out a request whose answer would be dropped: the request goes unanswered,
+//!   and reading goes on. Its reader never waits for its writer: there is one pipe each way,
+//!   and a server that writes a burst of requests before it reads its stdin again blocks on
+//!   its stdout — were we to stop reading until it read our answers, neither would go on.
 //! - HTTP stops reading the stream that brought the request until there is room: its streams
 //!   and its POSTs are separate connections, so the server's writing to the stream does not
 //!   hold up our POSTs, and TCP holds the flood in the server.

@@ -174,9 +174,10 @@ pub(crate) trait Link {
         })
     }
 
-    /// Queues the answer to one of the server's requests (newline-terminated); false if the
-    /// connection is already gone. Every answer takes this way: the answers that wait to go
-    /// out are what bounds a server's request flood (`backlog`).
+    /// Queues the answer to one of the server's requests (newline-terminated); false if it is
+    /// not queued: the connection is already gone, or (stdio) too many answers wait for a
+    /// server that does not read them, and this one is dropped. Every answer takes this way:
+    /// the answers that wait to go out are what bounds a server's request flood (`backlog`).
     fn answer(&self, line: Vec<u8>) -> bool {
         self.send(line)
     }
@@ -249,7 +250,7 @@ impl Outbound {
     }
 
     /// Queues the answer to one of the server's requests (newline-terminated), counted among
-    /// the answers that wait to go out; false if the connection is already gone.
+    /// the answers that wait to go out; false if it is not queued (see [`Link::answer`]).
     pub fn answer(&self, line: Vec<u8>) -> bool {
         match &self.0 {
             // HTTP's send loop counts every line it has yet to POST.

@@ -10,7 +10,7 @@
 //!   server text: escaped and bounded ([`server_bytes`]) before they are logged or kept.
 //! - Writes are batched: the writer task writes everything that is queued in one go.
 //! - Reading stdout never waits for stdin. The answers to the server's requests that wait for
-//!   its stdin are bounded: past the bound, its requests are dropped unanswered.
+//!   its stdin are bounded: past the bound they are dropped, and its requests go unanswered.
 //! - The connection ends when stdout closes, or [`EXIT_DRAIN_GRACE`] after the server's own
 //!   process exited, whichever comes first: a process it started may hold its stdout open.
 //! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group; then SIGKILL
@@ -307,7 +307,7 @@ pub(crate) fn spawn(
         });
     }
 
-    let (out_tx, queue) = LineSender::new();
+    let (out_tx, queue) = LineSender::new(server.clone());
     let (write_failed_tx, write_failed) = oneshot::channel();
     tokio::spawn(write_loop(stdin, queue.clone(), write_failed_tx));
 

@@ -3,9 +3,12 @@
 //! closes, or shortly after the server's own process exited.
 //!
 //! It never waits for the writer: a server that writes a burst of requests before it reads
-//! its stdin again would otherwise block on its stdout while we wait for its stdin. When the
-//! answers that wait for its stdin reach the bound, a request from it is dropped unanswered,
-//! logged and counted (see [`crate::transport::backlog`]).
+//! its stdin again would otherwise block on its stdout while we wait for its stdin. What a
+//! server that does not read its stdin can make us hold is bounded where the answers to its
+//! requests are queued (`writer`); while that bound is reached, the reader leaves its
+//! requests unanswered before they are handed out — their answers would be dropped anyway,
+//! and a server that floods us while it reads nothing must not look alive to the liveness
+//! check for it.
 //!
 //! A hand-written [`Stream`] rather than an `async` loop: it runs once per message of every
 //! call, and polling stdout first, and what else may end the connection (a failed write, the
@@ -32,8 +35,6 @@ use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
 use crate::protocol::jsonrpc::{parse_line_into, Inbound};
-use crate::protocol::text::server_text;
-use crate::transport::backlog::MAX_BACKLOG;
 use crate::transport::{SkipCounters, TransportEvent};
 
 /// A future the reader keeps across polls.
@@ -62,12 +63,9 @@ pub(super) struct Reader {
     /// The server's process group, killed when the server exited but its stdout stays open.
     group: Option<Pid>,
     skips: Arc<SkipCounters>,
-    /// What waits for the server's stdin: its requests are dropped while too many of their
-    /// answers do.
+    /// What waits for the server's stdin: its requests go unanswered while their answers
+    /// would find no room there.
     stdin: Arc<Queue>,
-    /// Requests dropped since the answers last had room: the first is logged, and their
-    /// number once there is room again (or the connection ends).
-    dropped: u64,
     /// The connection's end, being reported (with the exit status and stderr tail).
     closing: Option<Waiting<TransportEvent>>,
     done: bool,
@@ -96,7 +94,6 @@ impl Reader {
             group,
             skips,
             stdin,
-            dropped: 0,
             closing: None,
             done: false,
         }
@@ -109,32 +106,15 @@ impl Reader {
         self.boxed_local()
     }
 
-    /// The next parsed message to hand out, dropping the server's requests whose answers
-    /// would find no room.
+    /// The next parsed message to hand out, leaving the server's requests unanswered while
+    /// their answers would find no room.
     fn next_queued(&mut self) -> Option<Inbound> {
         loop {
             let message = self.queued.pop_front()?;
-            let Inbound::Request { method, .. } = &message else {
-                return Some(message);
-            };
-            if self.stdin.has_room_for_answer() {
-                self.log_dropped();
+            if !matches!(message, Inbound::Request { .. }) || self.stdin.has_room_for_answer() {
                 return Some(message);
             }
-            self.dropped += 1;
-            crate::telemetry::message_skipped(&self.server, "unanswered");
-            if self.dropped == 1 {
-                tracing::warn!(server = %self.server, method = %server_text(method), waiting = MAX_BACKLOG, "the server is not reading its stdin: its request is dropped unanswered, and so are the next ones until the answers waiting for it are written");
-            }
-        }
-    }
-
-    /// How many requests were dropped since the answers last had room, once they have room
-    /// again or the connection ends.
-    fn log_dropped(&mut self) {
-        if self.dropped > 0 {
-            tracing::warn!(server = %self.server, dropped = self.dropped, "requests from the server were dropped unanswered while it did not read its stdin");
-            self.dropped = 0;
+            self.stdin.unanswered();
         }
     }
 
@@ -156,7 +136,6 @@ impl Reader {
     /// The connection is over, for `message`: its `Closed` event follows, with the exit status
     /// and stderr tail once they are in (or a short wait for them has passed).
     fn close(&mut self, message: String) {
-        self.log_dropped();
         let server = self.server.clone();
         let report = self.report.take();
         self.closing = Some(Box::pin(async move {

@@ -1,11 +1,13 @@
 //! The writer of a server's stdin: what the actor sends is appended to one shared buffer (no
 //! allocation or channel message per line), and the writer task writes all of it at once.
 //!
-//! The answers to the server's requests are counted in the connection's [`Backlog`] as they
-//! are queued (under the buffer's lock, with their bytes) and uncounted once the batch that
-//! holds them is written: the count is exact whichever path queued them and however long a
-//! write blocks, and the reader looks at it to bound what a server that does not read its
-//! stdin can make us hold (see [`crate::transport::backlog`]).
+//! The answers to the server's requests are bounded here, where every one of them is queued
+//! ([`LineSender::answer`]): they are counted (under the buffer's lock, with their bytes) until
+//! the batch that holds them is written, and while [`MAX_BACKLOG`] wait — the server is not
+//! reading its stdin — a further answer is dropped, and its request goes unanswered (logged
+//! and counted, [`Queue::unanswered`]). The reader looks at the same count to leave such
+//! requests unanswered before they are handed out. Nothing waits on it: reading the server's
+//! stdout never waits for its stdin (see [`crate::transport::backlog`] for why).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
@@ -13,18 +15,19 @@ use std::task::{Poll, Waker};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
-use crate::transport::backlog::Backlog;
+use crate::transport::backlog::{Backlog, MAX_BACKLOG};
 
 /// A write buffer grown past this by one huge message is not kept for the next ones.
 const KEEP_CAPACITY: usize = 1 << 20;
 
-/// The lines queued for the writer, shared by every [`LineSender`], the writer task and the
-/// reader (which looks at the answers that wait).
-#[derive(Debug, Default)]
+/// The lines queued for the writer, shared by every [`LineSender`] and the writer task.
+#[derive(Debug)]
 pub(super) struct Queue {
     state: Mutex<Queued>,
     /// Answers queued or being written, not yet written.
     answers: Backlog,
+    /// The server's name, for the log of its unanswered requests.
+    server: Arc<str>,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +35,9 @@ struct Queued {
     bytes: Vec<u8>,
     /// Answers among `bytes`: the writer uncounts them once it has written them.
     answers: usize,
+    /// Requests left unanswered since an answer was last queued: the first is logged, and
+    /// their number once an answer is queued again (or the writer ends).
+    unanswered: u64,
     /// The writer, waiting for something to write (kept under the same lock as the bytes, so a
     /// line and its wake-up cannot pass each other).
     writer: Option<Waker>,
@@ -48,9 +54,30 @@ impl Queue {
     }
 
     /// Whether the answer to one more of the server's requests may be queued: fewer than
-    /// [`MAX_BACKLOG`](crate::transport::backlog::MAX_BACKLOG) wait to be written.
+    /// [`MAX_BACKLOG`] wait to be written.
     pub(super) fn has_room_for_answer(&self) -> bool {
         self.answers.has_room()
+    }
+
+    /// A request from the server goes unanswered, its answer finding no room (dropped, or
+    /// never asked for): counted, and the first of a run logged.
+    pub(super) fn unanswered(&self) {
+        let first = {
+            let mut queued = self.state();
+            queued.unanswered += 1;
+            queued.unanswered == 1
+        };
+        crate::telemetry::message_skipped(&self.server, "unanswered");
+        if first {
+            tracing::warn!(server = %self.server, waiting = MAX_BACKLOG, "the server is not reading its stdin: its requests go unanswered until the answers waiting for it are written");
+        }
+    }
+
+    /// The end of a run of unanswered requests: how many.
+    fn log_unanswered(&self, unanswered: u64) {
+        if unanswered > 0 {
+            tracing::warn!(server = %self.server, unanswered, "requests from the server went unanswered while it did not read its stdin");
+        }
     }
 
     /// Returns once there is something to write, or no sender left.
@@ -76,40 +103,58 @@ impl Queue {
 pub(crate) struct LineSender(Arc<Queue>);
 
 impl LineSender {
-    /// The first sender of a new queue.
-    pub(super) fn new() -> (LineSender, Arc<Queue>) {
-        let queue = Arc::new(Queue::default());
-        queue.state().senders = 1;
+    /// The first sender of a new queue, for the server named `server`.
+    pub(super) fn new(server: Arc<str>) -> (LineSender, Arc<Queue>) {
+        let queue = Arc::new(Queue {
+            state: Mutex::new(Queued {
+                senders: 1,
+                ..Queued::default()
+            }),
+            answers: Backlog::default(),
+            server,
+        });
         (LineSender(queue.clone()), queue)
     }
 
     /// Queues one line, which `write` appends to the buffer it is given (newline included);
     /// false if the writer is gone.
     pub fn send_with(&self, write: impl FnOnce(&mut Vec<u8>)) -> bool {
-        self.queue(false, write)
-    }
-
-    /// Queues the answer to one of the server's requests (newline-terminated), counted until
-    /// it is written; false if the writer is gone.
-    pub fn answer(&self, line: &[u8]) -> bool {
-        self.queue(true, |buf| buf.extend_from_slice(line))
-    }
-
-    fn queue(&self, answer: bool, write: impl FnOnce(&mut Vec<u8>)) -> bool {
         let writer = {
             let mut queued = self.0.state();
             if queued.closed {
                 return false;
             }
             write(&mut queued.bytes);
-            if answer {
-                // Under the lock, with its bytes: the writer cannot uncount it before it is
-                // counted.
-                queued.answers += 1;
-                self.0.answers.add(1);
-            }
             queued.writer.take()
         };
+        if let Some(writer) = writer {
+            writer.wake();
+        }
+        true
+    }
+
+    /// Queues the answer to one of the server's requests (newline-terminated), counted until
+    /// it is written. False if it is not queued: the writer is gone, or [`MAX_BACKLOG`]
+    /// answers wait already (the server is not reading its stdin) and this one is dropped.
+    pub fn answer(&self, line: &[u8]) -> bool {
+        let (writer, unanswered) = {
+            let mut queued = self.0.state();
+            if queued.closed {
+                return false;
+            }
+            // Looked at, and counted, under the lock: two answers cannot both take the last
+            // room, and the writer cannot uncount one before it is counted.
+            if !self.0.answers.has_room() {
+                drop(queued);
+                self.0.unanswered();
+                return false;
+            }
+            queued.bytes.extend_from_slice(line);
+            queued.answers += 1;
+            self.0.answers.add(1);
+            (queued.writer.take(), std::mem::take(&mut queued.unanswered))
+        };
+        self.0.log_unanswered(unanswered);
         if let Some(writer) = writer {
             writer.wake();
         }
@@ -175,8 +220,13 @@ pub(super) async fn write_loop(
         }
     }
     // Closed before the failure is told, so that nothing is taken once it is known. (What was
-    // counted stays counted: the connection is over, and the reader learns of it.)
-    queue.state().closed = true;
+    // counted stays counted: nothing more is queued.)
+    let unanswered = {
+        let mut queued = queue.state();
+        queued.closed = true;
+        std::mem::take(&mut queued.unanswered)
+    };
+    queue.log_unanswered(unanswered);
     if let Some(e) = failure {
         let _ = failed.send(e);
     }
@@ -188,12 +238,11 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     use super::*;
-    use crate::transport::backlog::MAX_BACKLOG;
 
     fn writer(
         stdin: impl AsyncWrite + Unpin + Send + 'static,
     ) -> (LineSender, oneshot::Receiver<std::io::Error>, Arc<Queue>) {
-        let (sender, queue) = LineSender::new();
+        let (sender, queue) = LineSender::new("test".into());
         let (failed_tx, failed) = oneshot::channel();
         tokio::spawn(write_loop(stdin, queue.clone(), failed_tx));
         (sender, failed, queue)
@@ -223,10 +272,11 @@ mod tests {
     }
 
     /// Issue 22, item 9 (b): the count was set by the writer as it took a batch, so answers
-    /// queued while a write blocked went uncounted. Behind a request the server does not
-    /// read, every answer counts until it is written.
+    /// queued while a write blocked went uncounted, without bound. Behind a request the server
+    /// does not read, every answer counts until it is written, and past the bound one is
+    /// dropped.
     #[tokio::test]
-    async fn answers_queued_behind_a_blocked_write_are_counted_until_written() {
+    async fn answers_behind_a_blocked_write_are_counted_and_bounded() {
         let (stdin, mut server) = tokio::io::duplex(1024);
         let (sender, _failed, queue) = writer(stdin);
         // A request larger than the pipe: its write blocks until the server reads.
@@ -236,12 +286,11 @@ mod tests {
             out.push(b'\n');
         }));
         tokio::task::yield_now().await;
-        for _ in 0..MAX_BACKLOG - 1 {
+        for _ in 0..MAX_BACKLOG {
             assert!(sender.answer(b"{}\n"));
         }
-        assert!(queue.has_room_for_answer());
-        assert!(sender.answer(b"{}\n"));
         assert!(!queue.has_room_for_answer(), "the bound is reached");
+        assert!(!sender.answer(b"{}\n"), "and the next answer is dropped");
         // The server reads everything: room again.
         let want = large.len() + 1 + MAX_BACKLOG * 3;
         let mut got = vec![0; want];
@@ -249,6 +298,7 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(5), queue.answers.room())
             .await
             .expect("the written answers are uncounted");
+        assert!(sender.answer(b"{}\n"));
     }
 
     #[tokio::test]

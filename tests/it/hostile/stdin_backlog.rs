@@ -46,15 +46,36 @@ async fn a_server_that_writes_a_burst_before_it_reads_on_is_not_deadlocked() {
 /// Issue 22, item 9 (b): a server floods us with 100,000 pings while it does not read its
 /// stdin, where a large request of ours is already stuck. The answers were limited by a count
 /// only the writer task kept, as it took a batch: the stuck batch held one line, and all
-/// 100,000 answers waited in our memory behind it unseen. Now once the answers that wait for
-/// its stdin reach the bound, its further requests are dropped unanswered (logged and
-/// counted). When it reads again it finds the bounded few, nowhere near 100,000.
+/// 100,000 answers waited in our memory behind it unseen. Now once 64 answers wait for its
+/// stdin, further answers are dropped (logged and counted). When it reads again it finds the
+/// bounded few, nowhere near 100,000.
 #[actix::test]
 async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
+    let ping = json!({"request": "ping", "id": "p"});
+    let answered = answers_to_a_flood("flood", ping).await;
+    assert!(answered > 0, "the first requests were answered");
+}
+
+/// The same flood in lines that look like plain responses by their fixed parts (the reader
+/// hands those out unparsed) and that the full parse finds are requests: they reach the
+/// session as responses, and its answer to them must be bounded too. A bound the reader kept
+/// missed these.
+#[actix::test]
+async fn answers_to_requests_that_look_like_responses_are_bounded_too() {
+    // An id none of our requests has: the line answers no call of ours.
+    let lookalike =
+        json!({"raw": r#"{"jsonrpc":"2.0","id":999999999,"result":{},"method":"ping"}"#});
+    answers_to_a_flood("lookalike", lookalike).await;
+}
+
+/// Sets off a flood of 100,000 `request`s from a server that does not read its stdin meanwhile,
+/// behind a large request of ours stuck in its pipe; returns how many answers the server then
+/// read, having checked that they are bounded and the drops logged.
+async fn answers_to_a_flood(name: &str, request: serde_json::Value) -> u64 {
     const FLOOD: u64 = 100_000;
     let script = json!({"rules": [
         {"method": "tools/call", "nth": 1, "do": [
-            {"repeat": FLOOD, "do": [{"request": "ping", "id": "p"}]},
+            {"repeat": FLOOD, "do": [request]},
             {"default": true}
         ]},
         {"method": "tools/call", "nth": 3, "do": [
@@ -63,10 +84,10 @@ async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
         ]}
     ]});
     let (logs, _guard) = logs::capture(tracing::Level::INFO);
-    let (sup, events) = start_supervisor(quick_settings(), [hostile("flood", script)]);
-    events.ready("flood", 1).await;
+    let (sup, events) = start_supervisor(quick_settings(), [hostile(name, script)]);
+    events.ready(name, 1).await;
     let call = |args: serde_json::Value| {
-        sup.send(CallTool::new("flood", "echo", args).timeout(Duration::from_secs(20)))
+        sup.send(CallTool::new(name, "echo", args).timeout(Duration::from_secs(20)))
     };
     // The first sets off the flood; the second, queued behind it, is more than the server's
     // stdin pipe holds (64 KiB): it is stuck there until the flood is over.
@@ -94,15 +115,15 @@ async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in the logs: {text}"));
-    println!("{FLOOD} pings from a server not reading its stdin: {answered} answered");
+    println!("{FLOOD} requests from `{name}`, not reading its stdin: {answered} answered");
     assert!(
         answered <= 1_000,
-        "{answered} answers to {FLOOD} pings were held for a server that did not read them"
+        "{answered} answers to {FLOOD} requests were held for a server that did not read them"
     );
-    assert!(answered > 0, "the first requests were answered");
     assert!(
         text.contains("not reading its stdin"),
-        "the dropped requests are logged: {text}"
+        "the dropped answers are logged: {text}"
     );
     sup.send(Shutdown).await.unwrap();
+    answered
 }
