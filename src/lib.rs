@@ -58,9 +58,9 @@
 //!
 //! # Layout
 //!
-//! - [`error`]: the [`Error`] enum and its stable kind codes; `build`, the constructors that
-//!   escape and bound server text; `show`, the optional parts of the messages;
-//!   [`http`](error::http), the HTTP status a gateway answers for each kind.
+//! - [`error`]: the [`Error`] enum, its messages and its stable kind codes; `build`, the
+//!   constructors that escape and bound server text; [`http`](error::http), the HTTP status a
+//!   gateway answers for each kind.
 //! - [`config`]: [`ServerConfig`] and its builders, [`Settings`] (defaults and per-server
 //!   overrides, declared once), the transports' configs and what of them may be logged,
 //!   `validate` (every check in one place), and `mcp_servers`, the `mcpServers` loader: JSON
@@ -140,8 +140,10 @@
 //!   error kinds and errors (`ErrorView`), one file each, durations and instants as
 //!   milliseconds.
 //! - `web` (feature `actix-web`): `response` (the error as an actix-web `ResponseError`),
-//!   `scope` (`status_scope`: `/status`, `/status/events`, `/status/page`), `events` (the
-//!   bounded Server-Sent Events stream) and `page` (the operators' HTML page and its script).
+//!   `scope` (`status_scope`: `/status`, `/status/events`, `/status/page`), `visibility` (who
+//!   sees everything: by default a request from this machine) and `redacted` (what everyone
+//!   else sees), `events` (the bounded Server-Sent Events stream) and `page` (the operators'
+//!   HTML page and its script).
 //! - [`model`]: `rmcp::model`, the MCP schema types, re-exported.
 //!
 //! Beside the library:

@@ -1,8 +1,9 @@
 //! The status page (`mcp_supervisor::web`, `GET /status/page`) in a real browser: this test
 //! serves the status scope in front of two demo servers and one that fails after writing HTML
 //! to stderr, and runs `tests/browser/status_page.mjs`, which drives Debian's headless
-//! Chromium (`/usr/bin/chromium`) with playwright-core. `.ci/browser` installs both and runs
-//! this test; run that script once before `cargo test --all-features`.
+//! Chromium (`/usr/bin/chromium`) with playwright-core, on the full view and on the redacted
+//! one. `.ci/browser` installs both and runs this test; run that script once before
+//! `cargo test --all-features`.
 
 mod common;
 
@@ -10,9 +11,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use actix_web::{App, HttpServer};
+use actix_web::{web, App, HttpServer};
 use common::three_servers;
-use mcp_supervisor::web::status_scope;
+use mcp_supervisor::web::{status_scope, status_scope_with, Visibility};
 
 #[actix::test]
 async fn the_status_page_shows_every_server_and_follows_a_kill() {
@@ -24,11 +25,16 @@ async fn the_status_page_shows_every_server_and_follows_a_kill() {
     );
     let (sup, _events, _dir) = three_servers().await;
 
-    let server = HttpServer::new(move || App::new().service(status_scope(sup.clone())))
-        .workers(1)
-        .disable_signals()
-        .bind(("127.0.0.1", 0))
-        .expect("a free port");
+    // The full view (the test connects from loopback), and the redacted one under /redacted.
+    let server = HttpServer::new(move || {
+        App::new().service(status_scope(sup.clone())).service(
+            web::scope("/redacted").service(status_scope_with(sup.clone(), Visibility::Redacted)),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(("127.0.0.1", 0))
+    .expect("a free port");
     let url = format!("http://{}", server.addrs()[0]);
     actix_rt::spawn(server.run());
 

@@ -18,8 +18,9 @@ use crate::actor::server_requests::ServerRequests;
 use crate::config::{Settings, Transport};
 use crate::error::Error;
 use crate::protocol::era::Era;
-use crate::protocol::jsonrpc::{Id, Inbound, RequestIds};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
+use crate::protocol::mrtr;
 use crate::protocol::pagination;
 use crate::protocol::text::server_text;
 use crate::session::wire::Wire;
@@ -187,15 +188,15 @@ impl Attempt {
             notifications: Vec::new(),
             reused: false,
             answered: false,
-            initialize_sent: None,
         };
         let (negotiated, era_note) = session.open().await?;
 
-        let tools = if negotiated.capabilities.tools.is_some() {
-            let tools = session.list_tools().await?;
-            session.wire.accept_tools(&self.server, tools)
+        let (tools, tools_cut) = if negotiated.capabilities.tools.is_some() {
+            let listed = session.list_tools().await?;
+            let tools = session.wire.accept_tools(&self.server, listed.items);
+            (tools, listed.cut)
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let subscribed = session.resubscribe(&negotiated).await?;
         session.set_log_level(&negotiated).await;
@@ -216,6 +217,7 @@ impl Attempt {
                 reused,
                 answered,
                 tools,
+                tools_cut,
                 notifications,
                 subscribed,
             },
@@ -240,8 +242,6 @@ struct Handshake<'a> {
     reused: bool,
     /// The server answered one of the handshake's requests with a result.
     answered: bool,
-    /// An `initialize` sent beside a probe, whose answer is still to come.
-    initialize_sent: Option<u64>,
 }
 
 impl Handshake<'_> {
@@ -255,17 +255,13 @@ impl Handshake<'_> {
     /// Sends request `method` and waits for its answer.
     async fn request(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         let id = self.send(method, params.as_ref());
-        self.answer_to(&[(id, method)]).await.1
+        self.answer_to(id, method).await
     }
 
-    /// Waits for the answer to one of the requests `asked` (id and method), handling what
-    /// else the server sends meanwhile; returns which was answered, and how. A connection that
-    /// ends first answers the first of them with why.
-    async fn answer_to(&mut self, asked: &[(u64, &str)]) -> (u64, Result<Value, Error>) {
+    /// Waits for the answer to request `id` (of `method`), handling what else the server sends
+    /// meanwhile. Cancel-safe (it awaits only the next event): a probe waits for it in rounds.
+    async fn answer_to(&mut self, id: u64, method: &str) -> Result<Value, Error> {
         let server = &self.attempt.server;
-        let first = asked.first().map_or(0, |(id, _)| *id);
-        let of = |id: Option<u64>| asked.iter().find(|(ours, _)| Some(*ours) == id).copied();
-        let is_ours = |id: u64| asked.iter().any(|(ours, _)| *ours == id);
         // The messages of a line that only looked like a response, to go through first.
         let mut reparsed = VecDeque::new();
         loop {
@@ -277,34 +273,27 @@ impl Handshake<'_> {
                 },
             };
             match event {
-                TransportEvent::Closed(e) => return (first, Err(e)),
+                TransportEvent::Closed(e) => return Err(e),
                 TransportEvent::Message(Inbound::Response { id: got, result }) => {
                     let value = result.to_value();
                     // A line taken for a response by its fixed parts alone: routed as what it
                     // is if the full parse finds it is not one (skipped and counted if it is
                     // not JSON-RPC at all).
                     if let Some(again) = value.is_err().then(|| result.unless_plain()).flatten() {
-                        match again.parsed {
-                            Ok(messages) => reparsed.extend(messages),
-                            Err(e) => self.attempt.skips.skipped_line(server, &e, &again.line),
-                        }
+                        reparsed.extend(self.attempt.skips.messages_of(server, again));
                         continue;
                     }
-                    if let Some((id, method)) = of(got.as_ours()) {
+                    if got.as_ours() == Some(id) {
                         self.answered |= value.is_ok();
-                        let value = value
+                        return value
                             .map_err(|e| Error::invalid_response(server, method, e.to_string()));
-                        return (id, value);
                     }
                     tracing::debug!(server = %server, id = %server_text(&got.to_string()), "response to no request of the handshake; ignored");
                 }
-                TransportEvent::Message(Inbound::Error { id: got, error }) => {
-                    match of(got.as_ref().and_then(Id::as_ours)) {
-                        Some((id, method)) => return (id, Err(Error::rpc(server, method, error))),
-                        None => {
-                            tracing::debug!(server = %server, code = error.code, "error answer to no request of the handshake; ignored")
-                        }
-                    }
+                TransportEvent::Message(Inbound::Error { id: got, error })
+                    if got.as_ref().and_then(Id::as_ours) == Some(id) =>
+                {
+                    return Err(Error::rpc(server, method, error))
                 }
                 TransportEvent::Message(Inbound::Notification { method, params }) => {
                     if self.notifications.len() < MAX_HANDSHAKE_NOTIFICATIONS {
@@ -314,6 +303,15 @@ impl Handshake<'_> {
                     }
                 }
                 TransportEvent::Message(Inbound::Request { id, method, params }) => {
+                    if self.wire.era() == Era::Modern {
+                        // As on the connection it hands over (see `Session::on_message`).
+                        tracing::debug!(server = %server, method = %server_text(&method), "a modern server sent a request; refused");
+                        let refusal = Err(mrtr::server_request_refusal());
+                        self.connection
+                            .outbound
+                            .answer(jsonrpc::response_line(&id, &refusal));
+                        continue;
+                    }
                     self.attempt.server_requests.answer(
                         &self.connection.outbound,
                         id,
@@ -321,39 +319,33 @@ impl Handshake<'_> {
                         params,
                     );
                 }
-                TransportEvent::CallFailed { id: got, error } if is_ours(got) => {
-                    return (got, Err(error))
-                }
-                TransportEvent::Interrupted { ids, error } if ids.iter().any(|id| is_ours(*id)) => {
-                    let id = ids.iter().copied().find(|id| is_ours(*id)).unwrap_or(first);
-                    return (id, Err(error));
+                TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
+                TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
+                    return Err(error)
                 }
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
-                TransportEvent::Rejected(ids) if ids.iter().any(|id| is_ours(*id)) => {}
+                TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {
                     tracing::debug!(server = %server, event = %server_text(&format!("{other:?}")), "ignored during handshake");
                 }
             }
         }
-        (
-            first,
-            Err(Error::connection(
-                server,
-                "connection closed during the handshake",
-            )),
-        )
+        Err(Error::connection(
+            server,
+            "connection closed during the handshake",
+        ))
     }
 
-    async fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+    async fn list_tools(&mut self) -> Result<pagination::Listed<Tool>, Error> {
         let server = self.attempt.server.clone();
         let listed = pagination::list_all_tools(&server, async |params| {
             self.request("tools/list", params).await
         })
         .await?;
-        if let Some(overflow) = &listed.overflow {
-            tracing::warn!(server = %server, error = %overflow, "tools/list was cut short");
+        if let Some(cut) = &listed.cut {
+            tracing::warn!(server = %server, why = %cut, "tools/list was cut short");
         }
-        Ok(listed.items)
+        Ok(listed)
     }
 
     /// Asks a session-era server for the configured log level (the modern era sends it with

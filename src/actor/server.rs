@@ -315,14 +315,11 @@ impl ServerActor {
             })
             .await
         };
-        ctx.spawn(fetch.into_actor(self).map(|result, act, ctx| {
-            let tools = result.map(|listed| {
-                if let Some(overflow) = &listed.overflow {
-                    tracing::warn!(server = %act.session.name(), error = %overflow, "tools/list was cut short");
-                }
-                listed.items
-            });
-            act.session.tools_refreshed(tools, now());
+        ctx.spawn(fetch.into_actor(self).map(|listed, act, ctx| {
+            if let Ok(pagination::Listed { cut: Some(cut), .. }) = &listed {
+                tracing::warn!(server = %act.session.name(), why = %cut, "tools/list was cut short");
+            }
+            act.session.tools_refreshed(listed, now());
             act.drive(ctx);
         }));
     }

@@ -18,8 +18,11 @@ use crate::session::status::ServerStatus;
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).
 ///
-/// The address stays valid until the server is removed or its actor dies and is replaced; a
-/// call to a dead address fails with `Stopped`, after which asking again gives the new one.
+/// The address stays valid until the server is removed or its actor dies and is replaced. A
+/// call sent to a dead address, or waiting in the mailbox of an actor that panics, is dropped
+/// unanswered: `send` fails with actix's `MailboxError` (the outer error) — the call never
+/// reached the server, and asking again gives the new actor. (Calls through the supervisor are
+/// answered `unavailable` then.)
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Addr<ServerActor>, Error>")]
 pub struct GetServer(pub String);

@@ -40,12 +40,24 @@
 //!   the number of answers to our own requests read from stdin so far: how many the client
 //!   wrote for us, e.g. after a flood it got while we did not read).
 //! - `{"ignore_sigterm": true}`: a server that only SIGKILL stops.
+//!
+//! # Protocol eras
+//!
+//! `HOSTILE_ERA` says which revision the server speaks, as `DEMO_ERA` does for the demo
+//! server (see [`Era`]): `legacy` (the default: the `initialize` handshake of the 2025
+//! revisions, and `server/discover` is an unknown method) or `modern` (the 2026-07-28
+//! revision: `server/discover` answers what it speaks, every other request must carry the
+//! revision's `_meta`, `initialize` is refused with `-32022`, and there are no `ping` nor
+//! `resources/(un)subscribe`, whose place `subscriptions/listen` takes). Scripts are the same in
+//! both; only the methods they name differ. In the modern era `after_initialized` runs once the
+//! first `server/discover` has been handled (the revision has no `notifications/initialized`:
+//! that is where its opening ends).
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -83,9 +95,38 @@ enum Flow {
     StopReading,
 }
 
-fn default_reply(incoming: &Incoming) -> Option<Value> {
-    let id = incoming.id?;
-    let result = match incoming.method {
+/// What a well-behaved server writes in answer to a message: its response, and in the modern
+/// era a listen's acknowledgement (the listen itself stays open). Nothing for a notification.
+fn default_reply(incoming: &Incoming) -> Vec<Value> {
+    let Some(id) = incoming.id else {
+        return Vec::new();
+    };
+    let answer = match era() {
+        Era::Legacy => legacy_result(incoming),
+        Era::Modern => modern_result(incoming),
+    };
+    match answer {
+        Answer::Result(result) => vec![json!({"jsonrpc": "2.0", "id": id, "result": result})],
+        Answer::Error(error) => vec![json!({"jsonrpc": "2.0", "id": id, "error": error})],
+        Answer::Listen(filter) => vec![json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": filter, "_meta": {SUBSCRIPTION_ID_KEY: id}}
+        })],
+    }
+}
+
+/// A request's answer.
+enum Answer {
+    Result(Value),
+    Error(Value),
+    /// A `subscriptions/listen` with this filter: acknowledged, and open until cancelled.
+    Listen(Value),
+}
+
+/// What a well-behaved server of the 2025 revisions answers.
+fn legacy_result(incoming: &Incoming) -> Answer {
+    Answer::Result(match incoming.method {
         "initialize" => {
             let asked = incoming
                 .params
@@ -94,13 +135,21 @@ fn default_reply(incoming: &Incoming) -> Option<Value> {
                 .unwrap_or("2025-11-25");
             json!({
                 "protocolVersion": asked,
-                "capabilities": {
-                    "tools": {"listChanged": true},
-                    "resources": {"subscribe": true}
-                },
-                "serverInfo": {"name": "hostile", "version": "0.0.0"}
+                "capabilities": capabilities(),
+                "serverInfo": server_info()
             })
         }
+        "ping" | "resources/subscribe" | "resources/unsubscribe" => json!({}),
+        method => match shared_result(incoming) {
+            Some(result) => result,
+            None => return Answer::Error(no_method(method)),
+        },
+    })
+}
+
+/// The answers both eras give alike (the 2026-07-28 revision marks them complete).
+fn shared_result(incoming: &Incoming) -> Option<Value> {
+    Some(match incoming.method {
         "tools/list" => json!({
             "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]
         }),
@@ -108,15 +157,23 @@ fn default_reply(incoming: &Incoming) -> Option<Value> {
             let args = incoming.params.and_then(|p| p.get("arguments"));
             json!({"content": [{"type": "text", "text": args.map(Value::to_string).unwrap_or_default()}]})
         }
-        "ping" | "resources/subscribe" | "resources/unsubscribe" => json!({}),
-        _ => {
-            return Some(json!({
-                "jsonrpc": "2.0", "id": id,
-                "error": {"code": -32601, "message": format!("no method {}", incoming.method)}
-            }))
-        }
-    };
-    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        _ => return None,
+    })
+}
+
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true}
+    })
+}
+
+fn server_info() -> Value {
+    json!({"name": "hostile", "version": "0.0.0"})
+}
+
+fn no_method(method: &str) -> Value {
+    json!({"code": -32601, "message": format!("no method {method}")})
 }
 
 fn fill(template: &str, incoming: &Incoming) -> String {
@@ -188,7 +245,7 @@ fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
                 &json!({"jsonrpc": "2.0", "id": incoming.id, "error": arg}),
             ),
             "default" => {
-                if let Some(message) = default_reply(incoming) {
+                for message in default_reply(incoming) {
                     write_message(out, &message);
                 }
             }
@@ -273,6 +330,85 @@ fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
     Flow::Continue
 }
 
+// ---- the protocol eras ----
+
+/// Which revision the server speaks: `HOSTILE_ERA`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Era {
+    /// 2024-11-05 .. 2025-11-25: `initialize`, then requests as they are.
+    Legacy,
+    /// 2026-07-28 only: no handshake, `_meta` on every request.
+    Modern,
+}
+
+/// The revision the modern era speaks.
+const MODERN_VERSION: &str = "2026-07-28";
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+const DISCOVER: &str = "server/discover";
+
+/// The era, read from the environment once (spawned actions answer in it too).
+fn era() -> Era {
+    static ERA: OnceLock<Era> = OnceLock::new();
+    *ERA.get_or_init(|| match std::env::var("HOSTILE_ERA").as_deref() {
+        Err(_) | Ok("") | Ok("legacy") => Era::Legacy,
+        Ok("modern") => Era::Modern,
+        Ok(other) => {
+            eprintln!("hostile: HOSTILE_ERA={other:?} is neither legacy nor modern");
+            std::process::exit(2)
+        }
+    })
+}
+
+/// What a well-behaved server of the 2026-07-28 revision answers: `server/discover` (which
+/// needs no `_meta`: a probe), the shared methods with `resultType`, a `subscriptions/listen`
+/// acknowledged and kept open; `initialize` is refused as the revision says, and so is a
+/// request without the revision's `_meta`.
+fn modern_result(incoming: &Incoming) -> Answer {
+    let method = incoming.method;
+    if method == "initialize" {
+        return Answer::Error(json!({
+            "code": -32022,
+            "message": format!("Unsupported protocol version: this server speaks {MODERN_VERSION}"),
+            "data": {
+                "supported": [MODERN_VERSION],
+                "requested": incoming.params.and_then(|p| p.get("protocolVersion"))
+            }
+        }));
+    }
+    if method == DISCOVER {
+        return Answer::Result(json!({
+            "resultType": "complete",
+            "supportedVersions": [MODERN_VERSION],
+            "capabilities": capabilities(),
+            "_meta": {SERVER_INFO_KEY: server_info()}
+        }));
+    }
+    let meta = incoming.params.and_then(|p| p.get("_meta"));
+    let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_KEY));
+    if version.and_then(Value::as_str) != Some(MODERN_VERSION)
+        || !meta.is_some_and(|m| m.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object))
+    {
+        return Answer::Error(json!({
+            "code": -32602,
+            "message": format!("{method}: params._meta must carry {PROTOCOL_VERSION_KEY} {MODERN_VERSION} and {CLIENT_CAPABILITIES_KEY}")
+        }));
+    }
+    if method == "subscriptions/listen" {
+        let filter = incoming.params.and_then(|p| p.get("notifications"));
+        return Answer::Listen(filter.cloned().unwrap_or(json!({})));
+    }
+    match shared_result(incoming) {
+        Some(mut result) => {
+            result["resultType"] = json!("complete");
+            Answer::Result(result)
+        }
+        None => Answer::Error(no_method(method)),
+    }
+}
+
 fn rule_matches(rule: &Value, method: &str, n: u64) -> bool {
     rule.get("method").and_then(Value::as_str) == Some(method)
         && rule
@@ -293,6 +429,7 @@ fn main() {
         }),
         Err(_) => json!({}),
     };
+    era(); // A misspelt HOSTILE_ERA fails the start, not the first request.
     let out: Out = Arc::new(Mutex::new(io::stdout()));
     let empty = Vec::new();
     let list = |key: &str| script.get(key).and_then(Value::as_array).unwrap_or(&empty);
@@ -338,11 +475,18 @@ fn main() {
                 run(list("after_initialized"), &incoming, &out)
             }
             None => {
-                if let Some(reply) = default_reply(&incoming) {
+                for reply in default_reply(&incoming) {
                     write_message(&out, &reply);
                 }
                 Flow::Continue
             }
+        };
+        // The modern opening is over once its `server/discover` is answered.
+        let flow = match flow {
+            Flow::Continue if era() == Era::Modern && method == DISCOVER && incoming.n == 1 => {
+                run(list("after_initialized"), &incoming, &out)
+            }
+            flow => flow,
         };
         if let Flow::StopReading = flow {
             loop {

@@ -18,9 +18,6 @@ use std::time::Duration;
 
 mod build;
 pub mod http;
-mod show;
-
-use show::{ExitStatus, InDir, Overload, RetryAfter, ServerName, StderrTail};
 
 /// What went wrong with a call, a connection or a configuration.
 ///
@@ -31,7 +28,7 @@ use show::{ExitStatus, InDir, Overload, RetryAfter, ServerName, StderrTail};
 pub enum Error {
     /// The call did not complete before its deadline. A `notifications/cancelled` was sent for it
     /// if the request had reached the server.
-    #[error("server `{server}`: {method} timed out after {}", show::Ran(*timeout, *elapsed))]
+    #[error("server `{server}`: {method} timed out after {}", Ran(*timeout, *elapsed))]
     Timeout {
         /// Server name.
         server: String,
@@ -235,6 +232,100 @@ pub enum Error {
         /// Server name.
         server: String,
     },
+}
+
+// ----- the parts of the messages above that are shown only where they apply -----
+
+/// Renders a stderr tail after an error message, only when there is one.
+struct StderrTail<'a>(&'a [String]);
+
+impl fmt::Display for StderrTail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        f.write_str("; last stderr lines:")?;
+        for line in self.0 {
+            write!(f, "\n  | {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a call met an overload: our own limit, or what the server said.
+struct Overload<'a>(usize, &'a str);
+
+impl fmt::Display for Overload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Overload(0, reason) => f.write_str(reason),
+            Overload(limit, _) => write!(f, "{limit} calls already in flight or queued"),
+        }
+    }
+}
+
+/// The server's `Retry-After`, when it gave one.
+struct RetryAfter<'a>(&'a Option<Duration>);
+
+impl fmt::Display for RetryAfter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(delay) => write!(f, " (retry after {delay:?})"),
+            None => Ok(()),
+        }
+    }
+}
+
+struct ExitStatus<'a>(&'a Option<String>);
+
+impl fmt::Display for ExitStatus<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(status) => write!(f, " ({status})"),
+            None => Ok(()),
+        }
+    }
+}
+
+struct InDir<'a>(&'a Option<String>);
+
+impl fmt::Display for InDir<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(dir) => write!(f, " in `{dir}`"),
+            None => Ok(()),
+        }
+    }
+}
+
+struct ServerName<'a>(&'a Option<String>);
+
+impl fmt::Display for ServerName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(server) => write!(f, " for server `{server}`"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How long a timed-out call ran: its timeout, or more when progress restarted it.
+struct Ran(Duration, Duration);
+
+impl fmt::Display for Ran {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ran(timeout, elapsed) = *self;
+        // A timer fires a little after its deadline: within a tenth of a second, the call ran
+        // for its timeout.
+        if elapsed <= timeout.saturating_add(Duration::from_millis(100)) {
+            return write!(f, "{timeout:?}");
+        }
+        let ms = Duration::from_millis(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        write!(
+            f,
+            "{ms:?} (its timeout of {timeout:?} restarted by progress)"
+        )
+    }
 }
 
 /// What the caller can do about an error: a coarse classification of [`Error`].

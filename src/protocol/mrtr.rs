@@ -11,6 +11,18 @@
 
 use serde_json::{Map, Value};
 
+use crate::protocol::jsonrpc::{codes, RpcError};
+
+/// The answer to a request a server of the modern revision sent us: the revision has none (it
+/// asks for input in its results), so the request is refused as an unknown method, the
+/// application's handler unasked — during the opening as after it.
+pub fn server_request_refusal() -> RpcError {
+    RpcError::new(
+        codes::METHOD_NOT_FOUND,
+        "servers of the 2026-07-28 revision ask for input with input_required results",
+    )
+}
+
 /// Methods whose result may ask for input.
 pub const INPUT_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 

@@ -5,8 +5,8 @@
 //!
 //! A server may hand out cursors forever (a bug, or on purpose): a cursor seen before, more than
 //! [`MAX_PAGES`] pages or more than [`MAX_ITEMS`] items end the walk. What was fetched is kept,
-//! and the overflow is reported beside it for the caller to log, so a server with a broken
-//! pagination is still usable.
+//! and why the walk was cut short is reported beside it, for the caller to log and to show
+//! (`ServerStatus::tools_truncated`), so a server with a broken pagination is still usable.
 
 use std::collections::HashSet;
 
@@ -26,8 +26,9 @@ pub const MAX_ITEMS: usize = 10_000;
 pub struct Listed<T> {
     /// The items of every page fetched, in order.
     pub items: Vec<T>,
-    /// Set when the walk was cut short: the server kept handing out cursors.
-    pub overflow: Option<Error>,
+    /// Set when the walk was cut short (the server kept handing out cursors, or items): why,
+    /// and what was kept, e.g. `more than 10000 tools; kept the first 10000`.
+    pub cut: Option<String>,
 }
 
 /// Fetches every page of `tools/list` with `fetch` (given each page's params), within the
@@ -46,45 +47,28 @@ where
         let over = page.len() > room;
         items.extend(page.into_iter().take(room));
         if over {
-            return Ok(cut_short(
-                server,
-                items,
-                format!("more than {MAX_ITEMS} tools"),
-            ));
+            return Ok(cut_short(items, format!("more than {MAX_ITEMS} tools")));
         }
         match next {
-            None => {
-                return Ok(Listed {
-                    items,
-                    overflow: None,
-                })
-            }
+            None => return Ok(Listed { items, cut: None }),
             Some(next) if !seen.insert(next.clone()) => {
                 let why = format!(
                     "its cursors go round in a circle after {} pages",
                     seen.len() + 1
                 );
-                return Ok(cut_short(server, items, why));
+                return Ok(cut_short(items, why));
             }
             Some(next) => cursor = Some(next),
         }
     }
-    Ok(cut_short(
-        server,
-        items,
-        format!("more than {MAX_PAGES} pages"),
-    ))
+    Ok(cut_short(items, format!("more than {MAX_PAGES} pages")))
 }
 
-fn cut_short<T>(server: &str, items: Vec<T>, why: String) -> Listed<T> {
-    let overflow = Error::invalid_response(
-        server,
-        "tools/list",
-        format!("{why}; kept the first {} tools", items.len()),
-    );
+fn cut_short<T>(items: Vec<T>, why: String) -> Listed<T> {
+    let cut = format!("{why}; kept the first {}", items.len());
     Listed {
         items,
-        overflow: Some(overflow),
+        cut: Some(cut),
     }
 }
 
@@ -126,7 +110,7 @@ mod tests {
         .unwrap();
         let names: Vec<_> = listed.items.iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names, ["a", "b", "c"]);
-        assert!(listed.overflow.is_none());
+        assert!(listed.cut.is_none());
     }
 
     #[test]
@@ -140,9 +124,11 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(fetched.get(), 3, "stops at the first cursor seen twice");
-        let overflow = listed.overflow.expect("reported");
-        assert_eq!(overflow.code(), "invalid_response");
-        assert!(overflow.to_string().contains("circle"), "{overflow}");
+        let cut = listed.cut.expect("reported");
+        assert_eq!(
+            cut,
+            "its cursors go round in a circle after 3 pages; kept the first 3"
+        );
     }
 
     #[test]
@@ -154,7 +140,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(fetched.get(), MAX_PAGES);
-        assert!(listed.overflow.is_some());
+        assert_eq!(
+            listed.cut.as_deref(),
+            Some("more than 1000 pages; kept the first 0")
+        );
     }
 
     #[test]
@@ -166,7 +155,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(listed.items.len(), MAX_ITEMS);
-        assert!(listed.overflow.is_some());
+        assert_eq!(
+            listed.cut.as_deref(),
+            Some("more than 10000 tools; kept the first 10000")
+        );
     }
 
     #[test]

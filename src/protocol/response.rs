@@ -13,6 +13,12 @@
 //! request or error it is, never as an answer to a call. So whoever finds that a line's result
 //! does not parse, and whoever takes one without parsing it, asks [`RawResult::unless_plain`]:
 //! it gives the full parse of a line that is not the plain response it looked like.
+//!
+//! One rule holds however a result is read: one nested deeper than [`MAX_RESULT_DEPTH`] is
+//! refused. A raw `Value` cannot be built deeper (serde_json's recursion limit protects the
+//! stack that building and dropping it would use), and a typed parse would skip an unknown
+//! member of any depth; so [`RawResult::parse`] looks at the depth first, and a result is
+//! either read the same by every caller or refused by all.
 
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
@@ -21,6 +27,10 @@ use super::jsonrpc::{parse_frame, FrameError, Id, Inbound};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+/// How deep a result may nest (arrays and objects): what serde_json can read into a `Value`
+/// from a response line, its limit of 127 levels less the line's own envelope.
+pub const MAX_RESULT_DEPTH: usize = 126;
 
 /// The result of a successful response, as its JSON text.
 #[derive(Debug, Clone)]
@@ -42,10 +52,16 @@ impl RawResult {
 
     /// Parses the result into `T`. For a line recognized by its shape, this is where it is
     /// found not to be one (not JSON, another id, an error or a method member too).
+    /// A result nested deeper than [`MAX_RESULT_DEPTH`] is refused, whatever `T` is.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match &self.0 {
-            Text::Result(text) => serde_json::from_str(text.get()),
+            Text::Result(text) => {
+                too_deep(text.get().as_bytes(), MAX_RESULT_DEPTH)?;
+                serde_json::from_str(text.get())
+            }
             Text::Line { line, id } => {
+                // The envelope is one level more.
+                too_deep(line, MAX_RESULT_DEPTH + 1)?;
                 let whole: Whole<T> = serde_json::from_slice(line)?;
                 if whole.id != Some(*id) || whole.error.is_some() || whole.method.is_some() {
                     return Err(serde_json::Error::custom(
@@ -101,6 +117,57 @@ pub struct Reparsed {
     pub line: Bytes,
     /// Its messages, or why it is none (the line is to be skipped and counted).
     pub parsed: Result<Vec<Inbound>, FrameError>,
+}
+
+/// Refuses JSON text whose arrays and objects nest deeper than `limit`. Cheap for the usual
+/// result: text with no more than `limit` opening brackets cannot nest deeper, which a
+/// vectorised count tells; other text is walked once, its strings skipped whole.
+fn too_deep(json: &[u8], limit: usize) -> Result<(), serde_json::Error> {
+    let opening = memchr::memchr_iter(b'[', json).count() + memchr::memchr_iter(b'{', json).count();
+    if opening <= limit || nesting(json) <= limit {
+        return Ok(());
+    }
+    Err(serde_json::Error::custom(format_args!(
+        "the result is nested more than {} levels deep",
+        limit
+    )))
+}
+
+/// The deepest nesting of arrays and objects in JSON text (brackets inside strings do not
+/// count; text that is not JSON gets some number, and fails its parse anyway).
+fn nesting(json: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0usize);
+    while let Some(offset) = memchr::memchr3(b'"', b'[', b'{', &json[at..]).map(|o| at + o) {
+        // Closing brackets up to here.
+        for &b in &json[at..offset] {
+            if b == b']' || b == b'}' {
+                depth = depth.saturating_sub(1);
+            }
+        }
+        if json[offset] == b'"' {
+            at = string_end(json, offset + 1);
+        } else {
+            depth += 1;
+            deepest = deepest.max(depth);
+            at = offset + 1;
+        }
+    }
+    deepest
+}
+
+/// The position after the string whose contents start at `from` (the end of the text if it
+/// does not end).
+fn string_end(json: &[u8], mut from: usize) -> usize {
+    while let Some(offset) = memchr::memchr2(b'"', b'\\', &json[from..]).map(|o| from + o) {
+        if json[offset] == b'"' {
+            return offset + 1;
+        }
+        from = offset + 2; // An escape: the next byte is not the string's end.
+        if from >= json.len() {
+            break;
+        }
+    }
+    json.len()
 }
 
 /// A response line as a whole: every member it may not have is looked for too.
@@ -256,5 +323,49 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+    }
+
+    /// `[[...]]` `depth` levels deep, with an unknown member that deep beside `content`.
+    fn deep_result(depth: usize) -> String {
+        let member = format!("{}{}", "[".repeat(depth - 1), "]".repeat(depth - 1));
+        format!(r#"{{"content":[{{"type":"text","text":"x"}}],"deep":{member}}}"#)
+    }
+
+    fn both_ways(result: &RawResult) -> (bool, bool) {
+        let raw = result.to_value().is_ok();
+        let typed = result
+            .parse::<crate::protocol::tool_result::ToolResult>()
+            .is_ok();
+        (raw, typed)
+    }
+
+    #[test]
+    fn a_result_is_read_typed_and_raw_alike_up_to_the_depth_bound_and_refused_past_it() {
+        for depth in [
+            MAX_RESULT_DEPTH - 1,
+            MAX_RESULT_DEPTH,
+            MAX_RESULT_DEPTH + 1,
+            5000,
+        ] {
+            let text = deep_result(depth);
+            let own = RawResult::of_text(RawValue::from_string(text.clone()).unwrap());
+            let line = format!(r#"{{"jsonrpc":"2.0","id":4,"result":{text}}}"#);
+            let (_, line) = plain_response(&Bytes::from(line)).expect("a plain line");
+            let read = depth <= MAX_RESULT_DEPTH;
+            assert_eq!(both_ways(&own), (read, read), "{depth} levels, own text");
+            assert_eq!(both_ways(&line), (read, read), "{depth} levels, a line");
+        }
+        let refused = RawResult::of_text(RawValue::from_string(deep_result(200)).unwrap());
+        let error = refused.to_value().unwrap_err().to_string();
+        assert!(error.contains("nested more than 126 levels"), "{error}");
+    }
+
+    #[test]
+    fn nesting_skips_strings_and_their_escapes() {
+        assert_eq!(nesting(br#"{"a":[1,{"b":[]}]}"#), 4);
+        assert_eq!(nesting(br#"["[[[{{{", "\"[[[", "\\", []]"#), 2);
+        assert_eq!(nesting(br#""unterminated [[[ \"#), 0);
+        assert_eq!(nesting(b"]]]][[]"), 2, "not JSON: some number, no panic");
+        assert_eq!(nesting(b""), 0);
     }
 }

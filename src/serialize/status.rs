@@ -1,6 +1,7 @@
 //! [`ServerStatus`] as JSON: every field under its own name, `in_state_for` as
 //! `in_state_for_ms`, the era as its name, the last error as an
-//! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools.
+//! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
+//! why they are not the server's whole list, or `null`).
 
 use rmcp::model::{Implementation, ServerCapabilities, Tool};
 use serde::{Serialize, Serializer};
@@ -21,6 +22,7 @@ struct StatusView<'a> {
     capabilities: &'a Option<ServerCapabilities>,
     tool_count: usize,
     tools: &'a [Tool],
+    tools_truncated: Option<&'a str>,
     subscriptions: &'a [String],
     counters: &'a Counters,
     last_error: Option<ErrorView>,
@@ -41,6 +43,7 @@ impl Serialize for ServerStatus {
             capabilities: &self.capabilities,
             tool_count: self.tools.len(),
             tools: &self.tools,
+            tools_truncated: self.tools_truncated.as_deref(),
             subscriptions: &self.subscriptions,
             counters: &self.counters,
             last_error: self.last_error.as_ref().map(ErrorView::from),

@@ -6,11 +6,18 @@
 //!   and again after every reconnect or respawn (the revision says a client must: the server
 //!   keeps no state).
 //! - Its filter cannot be changed: a new subscription opens a new listen, and the old one is
-//!   cancelled once the new one is acknowledged; `Subscribe` answers at that acknowledgement.
+//!   cancelled once the new one is acknowledged; `Subscribe` answers at that acknowledgement,
+//!   or with a timeout when none came within the call timeout (the subscription is kept, and a
+//!   late acknowledgement still puts the listen in force).
 //! - A listen the server ends gracefully (its result) is opened again, no sooner than
 //!   [`REOPEN_AFTER`] after the last; one lost by error (its stream broke) is a lost
 //!   connection, as the GET stream's loss is in the session era; `-32601` means the server has
 //!   none, and no more is asked.
+//! - A listen that never opened (its request failed before the acknowledgement: an answer that
+//!   is no stream we can read, a redirect, a head too large) is, as such a GET stream is in the
+//!   session era, no listen stream: the connection is fine and stays, the subscriptions waiting
+//!   for it hear why, and none is asked for again until they change or the next connection. One
+//!   refused as overloaded is asked for again after the server's `Retry-After`.
 //!
 //! The request is not a call: it lives as long as the connection, outside the call table.
 
@@ -22,7 +29,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::ServerCapabilities;
 use serde_json::{json, Value};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::policy::deadline::saturating_add;
 use crate::protocol::jsonrpc::{codes, Id, RpcError};
 use crate::session::entry::{Payload, Reply};
@@ -101,6 +108,9 @@ pub(crate) enum Ended {
 #[derive(Default)]
 pub(crate) struct ListenStream {
     current: Option<Listen>,
+    /// The server refused the listen as overloaded: none is asked for before this instant
+    /// (a subscription changed meanwhile waits for it).
+    refused_until: Option<Instant>,
 }
 
 impl ListenStream {
@@ -115,6 +125,14 @@ impl ListenStream {
         next_id: impl FnOnce() -> u64,
         now: Instant,
     ) {
+        if self.refused_until.is_some_and(|until| now < until) {
+            if let Some(waiting) = self.current.as_mut() {
+                // Opened with the filter of the time once the wait is over.
+                waiting.waiting.extend(waiter);
+                return;
+            }
+        }
+        self.refused_until = None;
         let old = self.current.take();
         let Some(filter) = filter else {
             // Nothing to listen for any more.
@@ -220,8 +238,64 @@ impl ListenStream {
         }
     }
 
-    /// Whether the requests in `ids` include the current listen: its stream broke.
-    pub fn interrupted(&self, ids: &[u64]) -> bool {
-        self.current.as_ref().is_some_and(|l| ids.contains(&l.id))
+    /// The current listen, while subscriptions wait for its acknowledgement.
+    pub fn awaited(&self) -> Option<u64> {
+        self.current
+            .as_ref()
+            .filter(|l| !l.acknowledged && !l.waiting.is_empty())
+            .map(|l| l.id)
+    }
+
+    /// Listen `id` was not acknowledged by the deadline of the subscriptions waiting for it,
+    /// `timeout`: they are told so. It stays open: a late acknowledgement still puts it in force.
+    pub fn unacknowledged(&mut self, id: u64, timeout: Duration) {
+        let Some(listen) = self
+            .current
+            .as_mut()
+            .filter(|l| l.id == id && !l.acknowledged)
+        else {
+            return;
+        };
+        tracing::warn!(server = %listen.server, timeout_ms = timeout.as_millis() as u64, "the listen stream was not acknowledged in time");
+        for waiter in listen.waiting.drain(..) {
+            let late = Error::Timeout {
+                server: listen.server.to_string(),
+                method: "subscriptions/listen".into(),
+                timeout,
+                elapsed: timeout,
+            };
+            done(&listen.server, waiter, Err(late));
+        }
+    }
+
+    /// Whether the requests in `ids` include the current listen, and if so whether it was
+    /// acknowledged (its stream was open).
+    pub fn among(&self, ids: &[u64]) -> Option<bool> {
+        self.current
+            .as_ref()
+            .filter(|l| ids.contains(&l.id))
+            .map(|l| l.acknowledged)
+    }
+
+    /// The current listen's request failed before it was acknowledged: it never opened.
+    pub fn failed(&mut self, error: Error, now: Instant) -> Ended {
+        let Some(listen) = self.current.as_ref() else {
+            return Ended::Nothing;
+        };
+        if error.kind() == ErrorKind::Overloaded {
+            // Not now: asked again once the server's wait is over; its waiters keep waiting.
+            let wait = error.retry_after().unwrap_or_default();
+            let at = saturating_add(now, wait).max(saturating_add(listen.opened, REOPEN_AFTER));
+            self.refused_until = Some(at);
+            tracing::warn!(server = %listen.server, wait_ms = at.saturating_duration_since(now).as_millis() as u64, error = %error.without_stderr(), "the listen stream was refused for now; asking again");
+            return Ended::ReopenAt(at);
+        }
+        tracing::warn!(server = %listen.server, error = %error.without_stderr(), "the listen stream could not be opened: no change notifications until the subscriptions change or the next connection");
+        if let Some(mut listen) = self.current.take() {
+            for waiter in listen.waiting.drain(..) {
+                done(&listen.server, waiter, Err(error.clone()));
+            }
+        }
+        Ended::Nothing
     }
 }

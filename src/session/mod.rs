@@ -47,9 +47,10 @@ use crate::policy::deadline::saturating_add;
 use crate::policy::retry::RetryPolicy;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
 use crate::protocol::era::{judge_initialize_error, Era};
-use crate::protocol::jsonrpc::{self, codes, Id, Inbound, RequestIds, RpcError};
+use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle::Negotiated;
 use crate::protocol::mrtr::{self, InputRequest, Round};
+use crate::protocol::pagination::Listed;
 use crate::protocol::response::Reparsed;
 use crate::protocol::text::server_text;
 use crate::transport::{SkipCounters, TransportEvent};
@@ -138,6 +139,8 @@ pub(crate) struct Opened {
     /// nothing was answered on proves nothing about a discovery).
     pub answered: bool,
     pub tools: Vec<Tool>,
+    /// Why `tools` is not the server's whole list, if it is not.
+    pub tools_cut: Option<String>,
     /// Notifications that arrived during the handshake.
     pub notifications: Vec<(String, Option<Value>)>,
     /// The subscriptions the handshake sent.
@@ -453,6 +456,7 @@ impl Session {
             reused,
             answered,
             tools,
+            tools_cut,
             notifications,
             subscribed,
         } = opened;
@@ -468,7 +472,11 @@ impl Session {
         let had_session = self.era.negotiated().is_some();
         let modern = negotiated.era == Era::Modern;
         self.era.opened(negotiated, reused, now);
-        if let Some(event) = self.tools.replace(&self.name, tools, had_session) {
+        let listed = Listed {
+            items: tools,
+            cut: tools_cut,
+        };
+        if let Some(event) = self.tools.replace(&self.name, listed, had_session) {
             self.emit(event);
         }
         self.live = Some(Live {
@@ -500,25 +508,17 @@ impl Session {
 
     // ----- calls -----
 
-    /// Takes a caller's call, answered on `reply` (at once, if it is refused). Returns its
-    /// deadline, or `None` if it was answered at once.
-    pub fn call(
-        &mut self,
-        call: CallRequest,
-        reply: Rc<dyn Reply>,
-        now: Instant,
-    ) -> Option<Instant> {
+    /// Takes a caller's call, answered on `reply` (at once, if it is refused).
+    pub fn call(&mut self, call: CallRequest, reply: Rc<dyn Reply>, now: Instant) {
         let situation = situation_of(&self.machine, &self.last_error);
         if let Err(e) = self.calls.admit(&call, &situation) {
-            reply.answer(&self.name, Err(e));
-            return None;
+            return reply.answer(&self.name, Err(e));
         }
-        let key = self.open_call(call, Replier::Caller(reply), now);
+        self.open_call(call, Replier::Caller(reply), now);
         let sweep = saturating_add(now, CALLER_SWEEP);
         if self.timers.caller_sweep(sweep) {
             self.moved_to(sweep);
         }
-        self.calls.deadline_of(key)
     }
 
     /// Registers a call (admitted, or the session's own) and its deadline.
@@ -564,6 +564,12 @@ impl Session {
                 Timer::ListenReopen(seq) => {
                     if self.live.as_ref().is_some_and(|l| l.seq == seq) {
                         self.open_listen(None, now);
+                    }
+                }
+                Timer::ListenAck { seq, id } => {
+                    let timeout = self.settings.call_timeout;
+                    if let Some(live) = self.live.as_mut().filter(|l| l.seq == seq) {
+                        live.listen.unacknowledged(id, timeout);
                     }
                 }
                 Timer::ToolsRefresh => {
@@ -678,19 +684,24 @@ impl Session {
             TransportEvent::Rejected(ids) => self.calls.unsend(&ids),
             TransportEvent::CallFailed { id, error } => {
                 self.liveness.saw_life(seq);
-                self.calls.fail_written(id, error);
+                match self.live.as_ref().and_then(|l| l.listen.among(&[id])) {
+                    Some(_) => self.on_listen_failed(error, now),
+                    None => self.calls.fail_written(id, error),
+                }
             }
             TransportEvent::Interrupted { ids, error } => {
-                let listen = self
-                    .live
-                    .as_ref()
-                    .is_some_and(|l| l.listen.interrupted(&ids));
-                if listen {
+                match self.live.as_ref().and_then(|l| l.listen.among(&ids)) {
                     // The listen stream broke: as the GET stream's loss, the connection's.
-                    self.connection_lost(error, now);
-                } else {
-                    self.calls.settle(&error, Some(&ids), self.tools.list());
-                    self.perform(Action::FlushWaiting, now);
+                    Some(true) => self.connection_lost(error, now),
+                    listen => {
+                        if listen.is_some() {
+                            // It never opened: as a GET stream that cannot be read, not the
+                            // connection's loss.
+                            self.on_listen_failed(error.clone(), now);
+                        }
+                        self.calls.settle(&error, Some(&ids), self.tools.list());
+                        self.perform(Action::FlushWaiting, now);
+                    }
                 }
             }
             TransportEvent::Closed(error) => self.connection_lost(error, now),
@@ -746,13 +757,10 @@ impl Session {
                     // The 2026-07-28 revision asks for input in results, never with requests
                     // of the server's own.
                     tracing::debug!(server = %self.name, method = %server_text(&method), "a modern server sent a request; refused");
-                    let error = RpcError::new(
-                        codes::METHOD_NOT_FOUND,
-                        "servers of the 2026-07-28 revision ask for input with input_required results",
-                    );
+                    let refusal = Err(mrtr::server_request_refusal());
                     live.wire
                         .link()
-                        .answer(jsonrpc::response_line(&id, &Err(error)));
+                        .answer(jsonrpc::response_line(&id, &refusal));
                     return;
                 }
                 self.commands
@@ -762,17 +770,11 @@ impl Session {
         }
     }
 
-    /// A stdio line that looked like a plain response and is not one, routed as the full parse
-    /// makes it out: its messages, or a counted skip.
+    /// A stdio line that looked like a plain response and is not one, routed as what the full
+    /// parse makes of it: its messages, or a counted skip.
     fn on_reparsed(&mut self, reparsed: Reparsed, now: Instant) {
-        match reparsed.parsed {
-            // Parsed member by member: these are what they say they are.
-            Ok(messages) => {
-                for message in messages {
-                    self.on_message(message, now);
-                }
-            }
-            Err(e) => self.skips.skipped_line(&self.name, &e, &reparsed.line),
+        for message in self.skips.messages_of(&self.name, reparsed) {
+            self.on_message(message, now);
         }
     }
 
@@ -1003,6 +1005,24 @@ impl Session {
         };
         live.listen
             .open(&self.name, filter, waiter, &live.wire, || ids.next(), now);
+        if let Some(id) = live.listen.awaited() {
+            // Its subscribers wait no longer than a call would.
+            let at = saturating_add(now, self.settings.call_timeout);
+            self.timers.listen_ack(at, live.seq, id);
+            self.moved_to(at);
+        }
+    }
+
+    /// The listen's request failed before it was acknowledged (see [`listen`]).
+    fn on_listen_failed(&mut self, error: Error, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let seq = live.seq;
+        if let Ended::ReopenAt(at) = live.listen.failed(error, now) {
+            self.timers.listen_reopen(at, seq);
+            self.moved_to(at);
+        }
     }
 
     fn on_listen_end(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) {
@@ -1053,10 +1073,10 @@ impl Session {
     // ----- the tool list -----
 
     /// The tool list fetched after [`Command::RefreshTools`].
-    pub fn tools_refreshed(&mut self, result: Result<Vec<Tool>, Error>, now: Instant) {
+    pub fn tools_refreshed(&mut self, result: Result<Listed<Tool>, Error>, now: Instant) {
         match result {
-            Ok(tools) => {
-                if let Some(event) = self.tools.replace(&self.name, tools, true) {
+            Ok(listed) => {
+                if let Some(event) = self.tools.replace(&self.name, listed, true) {
                     self.emit(event);
                 }
             }
@@ -1127,6 +1147,7 @@ impl Session {
             protocol_version: negotiated.map(|n| n.version.clone()),
             capabilities: negotiated.map(|n| n.capabilities.clone()),
             tools: self.tools.list().to_vec(),
+            tools_truncated: self.tools.cut().map(str::to_owned),
             subscriptions: self.subscriptions.iter().cloned().collect(),
             counters,
             last_error: self.last_error.clone(),

@@ -72,6 +72,12 @@ pub struct ServerStatus {
     pub capabilities: Option<ServerCapabilities>,
     /// The cached tool list (all pages), with annotations.
     pub tools: Vec<Tool>,
+    /// Why [`tools`](Self::tools) is not the server's whole list, if it is not: its pages were
+    /// walked to a bound (more than
+    /// [`MAX_ITEMS`](crate::protocol::pagination::MAX_ITEMS) tools or
+    /// [`MAX_PAGES`](crate::protocol::pagination::MAX_PAGES) pages) or their cursors went
+    /// round in a circle, and the first tools were kept. Set by the last handshake or refresh.
+    pub tools_truncated: Option<String>,
     /// Resource URIs the application subscribed to.
     pub subscriptions: Vec<String>,
     /// Counters.

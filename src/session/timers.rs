@@ -8,7 +8,8 @@
 //!   once they outnumber the live ones;
 //! - the connection state machine's retry or revival timer (the newest token only: an older
 //!   one is stale by the machine's own rule);
-//! - the listen stream's reopening (2026-07-28), for one connection;
+//! - the listen stream's reopening (2026-07-28), for one connection, and the deadline of the
+//!   subscriptions waiting for a listen's acknowledgement;
 //! - the coalesced refresh of the tool list after `tools/list_changed`;
 //! - the periodic look for calls whose callers left.
 
@@ -25,6 +26,9 @@ pub(crate) enum Timer {
     Retry(u64),
     /// Open the listen stream of connection `seq` again.
     ListenReopen(u64),
+    /// The subscriptions waiting for listen `id` of connection `seq` to be acknowledged have
+    /// waited long enough.
+    ListenAck { seq: u64, id: u64 },
     /// Fetch the tool list (the debounce after `tools/list_changed` is over).
     ToolsRefresh,
     /// Look for calls whose callers left.
@@ -37,6 +41,7 @@ pub(crate) struct Timers {
     calls: BinaryHeap<Reverse<(Instant, u64)>>,
     retry: Option<(Instant, u64)>,
     listen_reopen: Option<(Instant, u64)>,
+    listen_ack: Option<(Instant, u64, u64)>,
     tools_refresh: Option<Instant>,
     caller_sweep: Option<Instant>,
 }
@@ -78,6 +83,12 @@ impl Timers {
         self.listen_reopen = Some((at, seq));
     }
 
+    /// Arms the deadline of the subscriptions waiting for listen `id` of connection `seq`
+    /// (replacing an older one: its waiters moved to this listen).
+    pub fn listen_ack(&mut self, at: Instant, seq: u64, id: u64) {
+        self.listen_ack = Some((at, seq, id));
+    }
+
     /// Arms the tool-list refresh.
     pub fn tools_refresh(&mut self, at: Instant) {
         self.tools_refresh = Some(at);
@@ -97,6 +108,7 @@ impl Timers {
         let named = [
             self.retry.map(|(at, _)| at),
             self.listen_reopen.map(|(at, _)| at),
+            self.listen_ack.map(|(at, _, _)| at),
             self.tools_refresh,
             self.caller_sweep,
         ];
@@ -126,6 +138,10 @@ impl Timers {
         if let Some((_, seq)) = self.listen_reopen.filter(|(at, _)| *at <= now) {
             self.listen_reopen = None;
             return Some(Timer::ListenReopen(seq));
+        }
+        if let Some((_, seq, id)) = self.listen_ack.filter(|(at, _, _)| *at <= now) {
+            self.listen_ack = None;
+            return Some(Timer::ListenAck { seq, id });
         }
         if self.tools_refresh.is_some_and(|at| at <= now) {
             self.tools_refresh = None;

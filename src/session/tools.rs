@@ -1,8 +1,9 @@
 //! The cached tool list: replaced after each handshake and after `tools/list_changed`, with the
-//! difference reported as [`ServerEvent::ToolsChanged`]. Its own room because the refresh is a
-//! small protocol of its own: a burst of notifications is gathered into one fetch of all pages
-//! (the driver fetches them as ordinary calls, bounded like the handshake's), one fetch at a
-//! time.
+//! difference reported as [`ServerEvent::ToolsChanged`], and whether it is the server's whole
+//! list (the walk of its pages is bounded: see [`crate::protocol::pagination`]). Its own room
+//! because the refresh is a small protocol of its own: a burst of notifications is gathered
+//! into one fetch of all pages (the driver fetches them as ordinary calls, bounded like the
+//! handshake's), one fetch at a time.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use rmcp::model::Tool;
 
 use crate::policy::deadline::saturating_add;
 use crate::protocol::lifecycle;
+use crate::protocol::pagination::Listed;
 use crate::session::events::ServerEvent;
 
 /// How long to gather `tools/list_changed` notifications before fetching the list once.
@@ -31,6 +33,8 @@ enum Refresh {
 #[derive(Debug, Default)]
 pub(crate) struct ToolCache {
     list: Vec<Tool>,
+    /// Why the list is not the server's whole list, if it is not.
+    cut: Option<String>,
     refresh: Refresh,
 }
 
@@ -40,11 +44,24 @@ impl ToolCache {
         &self.list
     }
 
-    /// Replaces the list; the difference is an event when `report` (not on the first
-    /// handshake).
-    pub fn replace(&mut self, server: &str, tools: Vec<Tool>, report: bool) -> Option<ServerEvent> {
+    /// Why the cached list is not the server's whole list (the walk of its pages was cut
+    /// short), if it is not.
+    pub fn cut(&self) -> Option<&str> {
+        self.cut.as_deref()
+    }
+
+    /// Replaces the list with what the server listed; the difference is an event when
+    /// `report` (not on the first handshake).
+    pub fn replace(
+        &mut self,
+        server: &str,
+        listed: Listed<Tool>,
+        report: bool,
+    ) -> Option<ServerEvent> {
+        let Listed { items: tools, cut } = listed;
         let (added, removed) = lifecycle::diff_tools(&self.list, &tools);
         self.list = tools;
+        self.cut = cut;
         (report && (!added.is_empty() || !removed.is_empty())).then(|| ServerEvent::ToolsChanged {
             server: server.to_owned(),
             added,

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
 use crate::protocol::jsonrpc::{FrameError, Inbound};
+use crate::protocol::response::Reparsed;
 use crate::protocol::text::{server_bytes, server_text};
 
 /// One thing that came from the server.
@@ -75,6 +76,20 @@ impl SkipCounters {
         self.non_json.fetch_add(1, Ordering::Relaxed);
         crate::telemetry::message_skipped(server, "non_json");
         tracing::warn!(server, error = %server_text(&why.to_string()), line = %server_bytes(line), "skipped a line on stdout that is not JSON-RPC");
+    }
+
+    /// The messages of a line that only looked like a response (see
+    /// [`RawResult::unless_plain`](crate::protocol::response::RawResult::unless_plain)), to be
+    /// routed as what they are: none if it is not JSON-RPC at all, a skip counted and logged as
+    /// the reader would have.
+    pub fn messages_of(&self, server: &str, reparsed: Reparsed) -> Vec<Inbound> {
+        match reparsed.parsed {
+            Ok(messages) => messages,
+            Err(why) => {
+                self.skipped_line(server, &why, &reparsed.line);
+                Vec::new()
+            }
+        }
     }
 }
 
@@ -339,6 +354,40 @@ impl Closer {
         }
         #[cfg(not(feature = "http"))]
         let _ = protocol_version;
+    }
+
+    /// Holds a child's stderr lines aside while a probe of ours runs, so that what it writes in
+    /// answer to the probe does not push what explains a failure out of its stderr tail (stdio
+    /// only; see `stdio::StderrTail`).
+    pub fn hold_stderr(&self) {
+        #[cfg(feature = "stdio")]
+        #[allow(irrefutable_let_patterns)] // a build without `http` has no other kind
+        if let Closer::Process(p) = self {
+            p.hold_stderr();
+        }
+    }
+
+    /// Bytes we wrote to a child's stdin that it has not read yet, while the opening runs
+    /// (stdio only): a server that has not read a probe is still starting.
+    pub fn stdin_unread(&self) -> Option<u64> {
+        match self {
+            #[cfg(feature = "stdio")]
+            Closer::Process(p) => p.stdin_unread(),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The opening is over: a child's held stderr lines join its tail (`keep`) or are left
+    /// out, and what the opening needed of its stdin is let go.
+    pub fn opening_done(&mut self, keep: bool) {
+        #[cfg(feature = "stdio")]
+        #[allow(irrefutable_let_patterns)]
+        if let Closer::Process(p) = self {
+            p.opening_done(keep);
+        }
+        #[cfg(not(feature = "stdio"))]
+        let _ = keep;
     }
 
     /// Ends a broken or hung connection at once.

@@ -5,7 +5,9 @@
 //! `GET /status`), taken after the stream subscribed, so that every change after that snapshot
 //! follows in the stream; then one SSE event per [`ServerEvent`], named by its `type`
 //! (`state_changed`, `tools_changed`, ...), its JSON as `data`; and a `: keep-alive` comment
-//! every [`KEEP_ALIVE`] so that proxies keep an idle stream open.
+//! every [`KEEP_ALIVE`] so that proxies keep an idle stream open. A request that gets the
+//! redacted view (`visibility`) gets the snapshot and the events in their redacted forms
+//! (`redacted`).
 //!
 //! Bounds: a stream's events pass through a channel of [`STREAM_BUFFER`], and its forwarding
 //! actor answers the fan-out only once the event is in that channel. A client that does not
@@ -21,11 +23,13 @@ use std::time::Duration;
 use actix::prelude::*;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::web::{Bytes, Data};
-use actix_web::HttpResponse;
+use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use super::redacted;
 use super::scope::{supervisor_gone, Shared};
+use super::visibility::View;
 use crate::actor::messages::{GetStatus, ServerEvent, SubscribeEvents};
 
 /// Event streams open at once in this process, at most.
@@ -114,8 +118,18 @@ fn frame(name: &str, data: &impl Serialize) -> Bytes {
     }
 }
 
+/// `event` as a frame of `view`.
+fn event_frame(view: View, event: &ServerEvent) -> Bytes {
+    match view {
+        View::Full => frame(event.type_name(), event),
+        View::Redacted => frame(event.type_name(), &redacted::Event::from(event)),
+    }
+}
+
 /// The `GET /status/events` handler.
-pub(super) async fn stream(shared: Data<Shared>) -> HttpResponse {
+pub(super) async fn stream(shared: Data<Shared>, req: HttpRequest) -> HttpResponse {
+    // Decided once: the stream shows what its first request was allowed to see.
+    let view = shared.visibility.view_for(&req);
     let Some(mut open) = Open::claim() else {
         return HttpResponse::ServiceUnavailable()
             .insert_header((header::RETRY_AFTER, HeaderValue::from_static("5")))
@@ -135,30 +149,31 @@ pub(super) async fn stream(shared: Data<Shared>) -> HttpResponse {
     // The supervisor has passed the subscription on to every server's actor before it asks
     // them for their status, and each actor handles its messages in order: the snapshot is
     // taken after the subscription, and no change falls between the two.
-    let snapshot = match supervisor.send(GetStatus::all()).await {
-        Ok(Ok(all)) => frame("status", &all),
-        Ok(Err(e)) => frame("error", &e),
-        Err(_) => return supervisor_gone(),
+    let snapshot = match (supervisor.send(GetStatus::all()).await, view) {
+        (Ok(Ok(all)), View::Full) => frame("status", &all),
+        (Ok(Ok(all)), View::Redacted) => frame("status", &redacted::statuses(&all)),
+        (Ok(Err(e)), View::Full) => frame("error", &e),
+        (Ok(Err(e)), View::Redacted) => frame("error", &redacted::Code::from(&e)),
+        (Err(_), _) => return supervisor_gone(),
     };
     let start = tokio::time::Instant::now()
         .checked_add(KEEP_ALIVE)
         .unwrap_or_else(tokio::time::Instant::now);
     let keep_alive = tokio::time::interval_at(start, KEEP_ALIVE);
     let state = (Some(snapshot), rx, keep_alive, open);
-    let events =
-        futures_util::stream::unfold(state, |(first, mut rx, mut keep_alive, open)| async move {
+    let events = futures_util::stream::unfold(
+        state,
+        move |(first, mut rx, mut keep_alive, open)| async move {
             let bytes = match first {
                 Some(snapshot) => snapshot,
                 None => tokio::select! {
-                    event = rx.recv() => {
-                        let event = event?;
-                        frame(event.type_name(), &event)
-                    }
+                    event = rx.recv() => event_frame(view, &event?),
                     _ = keep_alive.tick() => Bytes::from_static(b": keep-alive\n\n"),
                 },
             };
             Some((Ok::<_, Infallible>(bytes), (None, rx, keep_alive, open)))
-        });
+        },
+    );
     HttpResponse::Ok()
         .insert_header((
             header::CONTENT_TYPE,

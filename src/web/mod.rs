@@ -5,10 +5,21 @@
 //!   a handler `?`s a call's error and the client gets the gateway status of
 //!   [`Error::http_status`](crate::Error::http_status), `Retry-After` where waiting helps, and
 //!   the [`ErrorView`](crate::ErrorView) as JSON (without the stderr tail).
-//! - `scope`: [`status_scope`], the operators' routes `GET /status` (JSON),
-//!   `GET /status/events` (Server-Sent Events) and `GET /status/page` (HTML).
+//! - `scope`: [`status_scope`] and [`status_scope_with`], the operators' routes `GET /status`
+//!   (JSON), `GET /status/events` (Server-Sent Events) and `GET /status/page` (HTML).
+//! - `visibility`: [`Visibility`], who is shown everything (by default a request from this
+//!   machine) and who the redacted view; `redacted`, what that view holds (an allowlist: no
+//!   process ids, tool lists or server text).
 //! - `events`: the event stream and its bounds.
 //! - `page`: the HTML page (`page.html`, `page.js`), compiled in.
+//!
+//! The full status is for operators only: process ids, tool lists, and errors with what the
+//! servers wrote, stderr included. Serve the scope on an address only operators reach, guard
+//! it with a middleware that lets only them in (then [`Visibility::Full`]), or leave requests
+//! from elsewhere the redacted view ([`status_scope`]'s default). Behind a reverse proxy on the
+//! same machine every request comes from loopback: the default still redacts a request that
+//! carries `Forwarded`, `X-Forwarded-For` or `X-Real-IP`; a proxy that sets none of them needs
+//! [`Visibility::Redacted`] or a guard.
 //!
 //! ```
 //! use actix_web::{test, App};
@@ -46,8 +57,11 @@
 
 mod events;
 mod page;
+mod redacted;
 mod response;
 mod scope;
+mod visibility;
 
 pub use events::{KEEP_ALIVE, MAX_EVENT_STREAMS, STREAM_BUFFER};
-pub use scope::status_scope;
+pub use scope::{status_scope, status_scope_with};
+pub use visibility::Visibility;

@@ -51,7 +51,10 @@ function row({ status: s, at }) {
   tr.append(el("td", s.transport + (s.pid ? " pid " + s.pid : ""), { "data-field": "process" }));
   const version = [s.era, s.protocol_version].filter(Boolean).join(" ");
   tr.append(el("td", version || "–", { "data-field": "protocol" }));
-  tr.append(el("td", s.tool_count, { "data-field": "tools", class: "num" }));
+  // A list cut short (its pages walked to a bound) shows as "10000+", why in its title.
+  const tools = el("td", s.tool_count + (s.tools_truncated ? "+" : ""), { "data-field": "tools", class: "num" });
+  if (s.tools_truncated) tools.setAttribute("title", "cut short: " + s.tools_truncated);
+  tr.append(tools);
   const dl = el("dl", null, { class: "counters" });
   for (const [key, label] of COUNTERS) {
     dl.append(el("dt", label), el("dd", s.counters[key], { "data-field": key }));
@@ -61,7 +64,9 @@ function row({ status: s, at }) {
   tr.append(counters);
   const error = el("td", null, { "data-field": "last_error", class: "error" });
   if (s.last_error) {
-    error.append(el("div", s.last_error.code + ": " + s.last_error.message));
+    // The redacted view has the code only.
+    const message = s.last_error.message ? ": " + s.last_error.message : "";
+    error.append(el("div", s.last_error.code + message));
     if (s.last_error.stderr_tail && s.last_error.stderr_tail.length) {
       error.append(el("pre", s.last_error.stderr_tail.join("\n"), { "data-field": "stderr_tail" }));
     }
@@ -74,6 +79,7 @@ function replaceAll(statuses) {
   const now = Date.now();
   rows.clear();
   for (const s of statuses) rows.set(s.name, { status: s, at: now });
+  document.getElementById("redacted").hidden = !statuses.some((s) => s.redacted);
   render();
 }
 

@@ -2,7 +2,9 @@
 // driven by playwright-core. Started by tests/browser.rs with the base URL of a running
 // service whose supervisor has the servers `alpha` and `beta` (demo servers) and `broken`
 // (fails at start, after writing HTML to stderr). Checks that the page loads, shows every
-// server, shows what a server wrote as text, and follows a kill -9 of alpha's process.
+// server, shows what a server wrote as text, and follows a kill -9 of alpha's process; and
+// that the redacted page (the same scope under /redacted) shows no pid and nothing a server
+// wrote, and follows a kill too.
 // Exits non-zero on the first failed check.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -80,6 +82,32 @@ try {
   console.log(`# updated ${Date.now() - killed} ms after the kill`);
   const logged = await page.locator("#log li", { hasText: "alpha:" }).count();
   check("the kill is in the event log", logged >= 2, `${logged} entries`);
+  check("the full view says nothing of redaction", await page.locator("#redacted").isHidden());
+
+  // The same scope, redacted for every request (tests/browser.rs serves it under /redacted).
+  await page.goto(`${base}/redacted/status/page`);
+  await page.locator("#connection", { hasText: "live" }).waitFor(WAIT);
+  await page.waitForFunction((n) => document.querySelectorAll("tr[data-server]").length === n, names.length, WAIT);
+  check("the redacted page loads and says it is redacted", await page.locator("#redacted").isVisible());
+  const processes = await page.$$eval("td[data-field=process]", (cells) => cells.map((c) => c.textContent));
+  check("no pid is shown", processes.every((p) => !p.includes("pid")), JSON.stringify(processes));
+  const broken = await page.locator('tr[data-server="broken"] td[data-field=last_error]').textContent();
+  check("an error is its code, without what the server wrote",
+    broken.length > 0 && !broken.includes("img") && !broken.includes(":") &&
+      (await page.locator("pre[data-field=stderr_tail]").count()) === 0,
+    broken);
+  const newPid = (await (await fetch(`${base}/status`)).json()).find((s) => s.name === "alpha").pid;
+  process.kill(newPid, "SIGKILL");
+  await page.waitForFunction(
+    () => document.querySelector('tr[data-server="alpha"] [data-field=reconnects]')?.textContent === "2",
+    undefined,
+    WAIT,
+  );
+  const entries = await page.$$eval("#log li", (items) => items.map((i) => i.textContent));
+  check("the redacted page follows a kill -9, its events in words of its own",
+    entries.some((e) => e.endsWith("alpha: Reconnecting (attempt 1)")) &&
+      entries.some((e) => e.endsWith("alpha: Ready")),
+    JSON.stringify(entries));
   check("no script errors, dialogs or blocked loads", problems.length === 0, problems.join("; "));
 } finally {
   await context.close();

@@ -102,10 +102,12 @@ pub fn demo_in(era: &str, name: &str, dir: &Path) -> ServerConfig {
         )
 }
 
-/// The scriptable hostile server (`src/bin/mcp-hostile-server.rs`) running `script`.
+/// The scriptable hostile server (`src/bin/mcp-hostile-server.rs`) running `script`, speaking
+/// the era of the running test (`HOSTILE_ERA`).
 pub fn hostile(name: &str, script: serde_json::Value) -> ServerConfig {
     ServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcp-hostile-server"))
         .env("HOSTILE_SCRIPT", script.to_string())
+        .env("HOSTILE_ERA", era())
 }
 
 /// Settings that keep the tests quick: a short ping timeout and shutdown grace.

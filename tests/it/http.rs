@@ -544,3 +544,104 @@ in_both_eras!(
     refused_credentials_fail_at_once_without_a_reconnect_storm,
     a_json_answer_slower_than_the_default_timeout_still_arrives,
 );
+
+/// More calls in flight on one HTTP server than awc's default pool (100 connections) held:
+/// the liveness check after a timeout must not queue behind the calls it judges, or a healthy
+/// server is declared dead and every call in flight answered `outcome_unknown`, most of them
+/// never sent. Every call is answered by the server, and the connection stays.
+#[actix::test]
+async fn three_hundred_calls_in_flight_do_not_starve_the_liveness_check() {
+    use crate::common::http_server::Era;
+    for era in [Era::Legacy, Era::Modern] {
+        let server = TestHttpServer::start_with(era).await;
+        let (sup, events) = start(ServerConfig::http("web", server.url()));
+        events.ready("web", 1).await;
+        let slow = |seconds: f64, timeout| {
+            CallTool::new("web", "slow", json!({ "seconds": seconds }))
+                .timeout(Duration::from_secs(timeout))
+        };
+        let calls: Vec<_> = (0..300).map(|_| sup.send(slow(2.0, 20))).collect();
+        // Sent at once (a request to the supervisor goes out when polled).
+        let calls = actix::spawn(futures_util::future::join_all(calls));
+        while web_status(&sup).await.pending_calls < 300 {
+            tokio::task::yield_now().await;
+        }
+        // One call times out, which starts the liveness check while the 300 are in flight.
+        let hasty = sup.send(slow(10.0, 1)).await.unwrap().unwrap_err();
+        assert_eq!(hasty.kind(), ErrorKind::Timeout, "{era:?}: {hasty}");
+        for (i, call) in calls.await.unwrap().into_iter().enumerate() {
+            let result = call.unwrap();
+            assert!(result.is_ok(), "{era:?}: call {i}: {result:?}");
+        }
+        let st = web_status(&sup).await;
+        assert_eq!(st.counters.reconnects, 0, "{era:?}: {:?}", st.last_error);
+        assert_eq!(
+            server.stats().tool_calls("slow"),
+            301,
+            "{era:?}: each sent once"
+        );
+        sup.send(Shutdown).await.unwrap();
+        server.stop().await;
+    }
+}
+
+/// A 2026-07-28 server with nothing open to it (no listen stream) dies while idle, and comes
+/// back at the same address: the first call's request meets a closed connection and a refused
+/// one — it never reached a server — so it waits through the reconnects and goes out once the
+/// server is back, within its deadline, whatever its retry policy. Meanwhile the server is not
+/// shown Ready on the strength of a cached discovery that reached nobody (it has no tools, so a
+/// reconnect that reuses the discovery asks it nothing): at most once, then the discovery is
+/// dropped and every attempt asks. (The server's death is a relay in front of it that closes
+/// every connection and stops listening.)
+#[actix::test]
+async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
+    use crate::common::cutting_proxy::CuttingProxy;
+    use crate::common::http_server::{Canned, Era, Target};
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    // A server with no change notifications to listen for: nothing stays open to it.
+    let discover = Canned::status(200)
+        .header("content-type", "application/json")
+        .body(concat!(
+            r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","#,
+            r#""supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":3600000}}"#
+        ));
+    server
+        .faults()
+        .canned(Target::Post("server/discover".into()), discover);
+    let proxy = CuttingProxy::start(server.port()).await;
+    let port = proxy.port;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (sup, events) = start(ServerConfig::http("web", url));
+    events.ready("web", 1).await;
+    assert_eq!(
+        status(&sup, "web").await.era,
+        Some(mcp_supervisor::protocol::era::Era::Modern)
+    );
+    proxy.stop().await;
+
+    let call = CallTool::new("web", "counter", json!({}))
+        .retry(RetryPolicy::Never)
+        .timeout(Duration::from_secs(15));
+    let call = sup.send(call);
+    // The refused request is noticed (nothing else would tell): the server is down, and
+    // attempt after attempt says so.
+    events.state("web", "reconnecting", 4).await;
+    let readys = events
+        .states("web")
+        .iter()
+        .filter(|s| **s == "ready")
+        .count();
+    assert!(readys <= 2, "{:?}", events.states("web"));
+    let proxy = CuttingProxy::start_on(port, server.port()).await;
+    let result = call.await.unwrap().expect("sent once the server was back");
+    assert_eq!(text_of(&result), "1");
+    assert_eq!(server.stats().tool_calls("counter"), 1);
+    let st = status(&sup, "web").await;
+    assert_eq!(
+        st.counters.calls_resent, 0,
+        "never sent before: not a re-send"
+    );
+    sup.send(Shutdown).await.unwrap();
+    drop(proxy);
+    server.stop().await;
+}

@@ -352,6 +352,55 @@ async fn a_panicking_server_actor_is_replaced() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// Issue 22, item 12 (found by the soak): calls routed to an actor that panics before it
+/// takes them — queued in its mailbox, or forwarded once it is gone but before the supervisor
+/// has heard — never reached the server, and a new actor is on its way: `unavailable` (safe to
+/// make again), never `stopped`, which tells the caller the server was stopped for good.
+async fn calls_an_actor_never_took_before_its_panic_are_unavailable() {
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), vec![demo("fragile", dir.path())]);
+    events.ready("fragile", 1).await;
+    // The panic goes through the supervisor: the calls behind it are forwarded into the
+    // mailbox of the actor, which panics before it takes them.
+    sup.do_send(InjectPanic {
+        server: "fragile".into(),
+    });
+    pings_meeting_a_panic(&sup, "in the dying actor's mailbox").await;
+    events.ready("fragile", 2).await;
+    // The panic goes to the actor itself, which runs (and dies) before the supervisor forwards
+    // the calls queued meanwhile: it finds the actor gone before it has heard so.
+    let actor = sup
+        .send(GetServer("fragile".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    actor.do_send(InjectPanic {
+        server: "fragile".into(),
+    });
+    pings_meeting_a_panic(&sup, "forwarded to the dead actor").await;
+    events.ready("fragile", 3).await;
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// Pings `fragile` 100 times at once through the supervisor, while its actor panics: none
+/// may be answered `stopped`, and some must meet the panic.
+async fn pings_meeting_a_panic(sup: &Addr<Supervisor>, how: &str) {
+    let calls: Vec<_> = (0..100)
+        .map(|_| sup.send(Ping::new("fragile").timeout(Duration::from_secs(10))))
+        .collect();
+    let (mut stopped, mut unavailable) = (0, 0);
+    for answer in futures_util::future::join_all(calls).await {
+        match answer.expect("the supervisor answers") {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Unavailable => unavailable += 1,
+            Err(e) if e.kind() == ErrorKind::Stopped => stopped += 1,
+            Err(e) => panic!("{how}: unexpected {e}"),
+        }
+    }
+    assert_eq!(stopped, 0, "{how}: {unavailable} unavailable");
+    assert!(unavailable > 0, "{how}: the calls met the panic");
+}
+
 async fn a_server_actor_shut_down_directly_is_not_restarted() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), vec![demo("solo", dir.path())]);
@@ -531,6 +580,7 @@ in_both_eras!(
     progress_can_restart_the_timeout_within_a_maximum,
     too_many_calls_in_flight_are_refused,
     a_panicking_server_actor_is_replaced,
+    calls_an_actor_never_took_before_its_panic_are_unavailable,
     a_server_actor_shut_down_directly_is_not_restarted,
     servers_can_be_added_and_removed_at_run_time,
     configuration_and_protocol_errors_are_typed,

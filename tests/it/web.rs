@@ -216,3 +216,150 @@ async fn call_errors_answer_as_a_gateway_does() {
     assert_eq!(late["code"], "timeout");
     assert_eq!(late["method"], "tools/call");
 }
+
+/// The scope's routes in-process, asked as if from `peer` (issue 22, item 14).
+async fn ask_as(
+    scope: actix_web::Scope,
+    peer: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    use actix_web::body::MessageBody;
+    let app = actix_web::test::init_service(App::new().service(scope)).await;
+    let mut request = actix_web::test::TestRequest::get()
+        .uri(path)
+        .peer_addr(peer.parse().expect("a socket address"));
+    for header in headers {
+        request = request.insert_header(*header);
+    }
+    let answer = actix_web::test::call_service(&app, request.to_request()).await;
+    let code = answer.status().as_u16();
+    // The event stream never ends: its first chunk is the snapshot.
+    let mut body = std::pin::pin!(answer.into_body());
+    let chunk = futures_util::future::poll_fn(|cx| body.as_mut().poll_next(cx))
+        .await
+        .expect("a first chunk")
+        .expect("no error");
+    let text = String::from_utf8(chunk.to_vec()).expect("UTF-8");
+    let json = match text.strip_prefix("event: status\ndata: ") {
+        Some(data) => data.trim_end(),
+        None => text.as_str(),
+    };
+    (code, serde_json::from_str(json).expect("JSON"))
+}
+
+/// Asserts that `view` (statuses) is the redacted one: health, no details, no server text.
+fn assert_redacted(view: &Value) {
+    let text = view.to_string();
+    for secret in [
+        "\"pid\"",
+        "\"tools\"",
+        "\"server_info\"",
+        "stderr_tail",
+        "onerror",
+        "exit code",
+    ] {
+        assert!(
+            !text.contains(secret),
+            "{secret} in the redacted view: {text}"
+        );
+    }
+    let alpha = &view[0];
+    assert_eq!(alpha["state"], json!({"name": "ready"}));
+    assert_eq!(alpha["tool_count"], 10);
+    assert_eq!(alpha["redacted"], true);
+    assert!(alpha["counters"]["calls_ok"].is_u64(), "{alpha}");
+    let broken = &view[2];
+    assert_eq!(broken["state"]["name"], "failed");
+    let code = json!({"code": broken["last_error"]["code"]});
+    assert_eq!(broken["last_error"], code, "an error is its code only");
+    assert_eq!(broken["state"]["error"], code);
+}
+
+#[actix::test]
+async fn a_request_from_elsewhere_gets_the_redacted_view() {
+    use mcp_supervisor::web::{status_scope_with, Visibility};
+    let (sup, _events, _dir) = three_servers().await;
+    let remote = "203.0.113.9:40000";
+    for path in ["/status", "/status/events"] {
+        let (code, view) = ask_as(status_scope(sup.clone()), remote, path, &[]).await;
+        assert_eq!(code, 200, "{path}");
+        assert_redacted(&view);
+        // Through a proxy on this machine: redacted too.
+        let forwarded = [("x-forwarded-for", "203.0.113.9")];
+        let (_, view) = ask_as(
+            status_scope(sup.clone()),
+            "127.0.0.1:40000",
+            path,
+            &forwarded,
+        )
+        .await;
+        assert_redacted(&view);
+        // Redacted for everyone when the application says so.
+        let scope = status_scope_with(sup.clone(), Visibility::Redacted);
+        let (_, view) = ask_as(scope, "127.0.0.1:40000", path, &[]).await;
+        assert_redacted(&view);
+    }
+}
+
+#[actix::test]
+async fn this_machine_or_an_application_that_opts_in_gets_the_full_view() {
+    use mcp_supervisor::web::{status_scope_with, Visibility};
+    let (sup, _events, _dir) = three_servers().await;
+    for path in ["/status", "/status/events"] {
+        for (scope, peer) in [
+            (status_scope(sup.clone()), "127.0.0.1:40000"),
+            (status_scope(sup.clone()), "[::1]:40000"),
+            (
+                status_scope_with(sup.clone(), Visibility::Full),
+                "203.0.113.9:40000",
+            ),
+        ] {
+            let (code, view) = ask_as(scope, peer, path, &[]).await;
+            assert_eq!(code, 200);
+            let alpha = &view[0];
+            assert!(alpha["pid"].as_u64().is_some(), "{peer} {path}: {alpha}");
+            assert_eq!(alpha["tools"].as_array().map(Vec::len), Some(10));
+            assert!(alpha.get("redacted").is_none(), "{alpha}");
+            let tail = &view[2]["last_error"]["stderr_tail"];
+            assert!(
+                tail.to_string().contains("onerror"),
+                "{peer} {path}: {tail}"
+            );
+        }
+    }
+}
+
+/// Over a real socket: the events of a stream that gets the redacted view say what happened
+/// in words of the view's own, never the error's text.
+#[actix::test]
+async fn the_redacted_event_stream_follows_a_kill_without_server_text() {
+    let (sup, _events, _dir) = three_servers().await;
+    let url = serve(sup);
+    let answer = awc::Client::new()
+        .get(format!("{url}/status/events"))
+        .insert_header(("forwarded", "for=203.0.113.9"))
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("an answer");
+    let mut sse = Sse {
+        body: answer,
+        buffer: Vec::new(),
+    };
+    let (name, snapshot) = sse.next().await;
+    assert_eq!(name, "status");
+    assert_redacted(&snapshot);
+    let (_, full) = get_json(&format!("{url}/status")).await;
+    let pid = full[0]["pid"]
+        .as_u64()
+        .expect("alpha's pid, from this machine") as u32;
+    kill(pid, Signal::SIGKILL);
+    let lost = sse.until_state("alpha", "reconnecting").await;
+    assert_eq!(
+        lost,
+        json!({"type": "state_changed", "server": "alpha", "message": "Reconnecting (attempt 1)",
+               "state": {"name": "reconnecting", "attempt": 1, "retry_in_ms": lost["state"]["retry_in_ms"]}})
+    );
+    sse.until_state("alpha", "ready").await;
+}

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 const MCPCTL: &str = env!("CARGO_BIN_EXE_mcpctl");
 const DEMO: &str = env!("CARGO_BIN_EXE_mcp-demo-server");
+const HOSTILE: &str = env!("CARGO_BIN_EXE_mcp-hostile-server");
 
 /// A stderr line longer than any table column, with the reason at its very end.
 const LONG_REASON: &str = "starting the GitHub MCP server 1.2.3 with the toolsets repos, \
@@ -298,6 +299,54 @@ fn a_server_given_with_stdio_needs_no_file_and_no_name() {
     let out = mcpctl(&["--stdio", "--name", "d", "status", "--json", "--", DEMO]);
     assert_eq!(code(&out), 0);
     assert_eq!(json_lines(&out)[0]["name"], "d");
+}
+
+/// Issue 22 item 11: a tool list cut short (here its cursors go round in a circle) is said in
+/// `status` (the count as `3+`, the reason below the table; `tools_truncated` in JSON) and in
+/// `tools` (its header; a last JSON line).
+#[test]
+fn a_tool_list_cut_short_is_said_by_status_and_tools() {
+    let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+    let script = json!({"rules": [{"method": "tools/list", "do": [{"reply_cycle": [
+        {"tools": [tool("a")], "nextCursor": "1"},
+        {"tools": [tool("b")], "nextCursor": "2"},
+        {"tools": [tool("c")], "nextCursor": "1"}
+    ]}]}]});
+    let env = format!("HOSTILE_SCRIPT={script}");
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--name", "cut", "--env", &env, "--stdio", "--", HOSTILE]);
+        mcpctl(&all)
+    };
+    let why = "its cursors go round in a circle after 3 pages; kept the first 3";
+
+    let out = run(&["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["tools"], 3);
+    assert_eq!(line["tools_truncated"], why);
+
+    let out = run(&["status"]);
+    let text = stdout(&out);
+    let row = text.lines().nth(1).unwrap_or_default();
+    assert!(row.ends_with(" 3+"), "{text}");
+    assert!(
+        text.contains(&format!("cut: the tool list was cut short: {why}\n")),
+        "{text}"
+    );
+
+    let out = run(&["tools"]);
+    assert!(
+        stdout(&out).starts_with(&format!(
+            "cut (stdio, ready, 3 tools; the tool list was cut short: {why})\n"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&["tools", "--json"]);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[3], json!({"server": "cut", "tools_truncated": why}));
 }
 
 #[test]

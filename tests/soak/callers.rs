@@ -2,7 +2,8 @@
 //! ends, choosing a server, a method, a deadline (20 ms – 2 s, log-uniform), a retry policy and
 //! a route (through the supervisor, or straight to the server's actor), and records how every
 //! call ended. An `ok` result is checked to be this call's own: each echo carries a payload
-//! unique to the call, a ping answers `{}`, a tool list lists tools, a counter answers a number.
+//! unique to the call, a ping answers `{}`, a tool list lists tools, a counter answers a number,
+//! a `confirm` answers what the application's handler said (`confirmed: true`).
 //!
 //! A call is planned ([`Plan`], all random choices) and then performed ([`perform`]), so the
 //! shutdown phase can make calls of its own choosing the same way.
@@ -26,8 +27,16 @@ const WATCHDOG: Duration = Duration::from_secs(10);
 pub struct Target {
     pub name: String,
     pub kind: Kind,
-    /// Configured `trusted`: its read-only tools (echo, slow) may be re-sent.
+    /// The era it was configured to speak: `legacy`, `modern` or `dual`.
+    pub era: &'static str,
+    /// Configured `trusted`: its read-only tools (echo, slow, confirm) may be re-sent.
     pub trusted: bool,
+    /// It has `confirm`, the tool that asks for input.
+    pub mrtr: bool,
+    /// The resource the application subscribes to.
+    pub resource: String,
+    /// OAuth protects it.
+    pub oauth: bool,
 }
 
 /// What to ask.
@@ -50,6 +59,14 @@ pub enum Ask {
     },
     ToolsList,
     Ping,
+    /// The demo's `confirm` asks `rounds` times, after a state-only answer if `state_only`
+    /// (2026-07-28); the HTTP test server's asks as it is set up (`http_slots`).
+    Confirm {
+        rounds: u64,
+        state_only: bool,
+    },
+    /// The server announces a change of the resource the application subscribed to.
+    Notify,
 }
 
 /// One call, every choice made.
@@ -99,6 +116,11 @@ impl Caller {
         let log_timeout: f64 = rng.random_range(0.02f64.ln()..2f64.ln());
         let timeout = Duration::from_secs_f64(log_timeout.exp());
         let ask = match rng.random_range(0..100) {
+            0..8 if target.mrtr => Ask::Confirm {
+                rounds: rng.random_range(1..=3),
+                state_only: rng.random_bool(0.3),
+            },
+            8..13 => Ask::Notify,
             0..35 => Ask::Echo {
                 tag: format!("{}:{id:x}:{:08x}", target.name, rng.random::<u32>()),
                 // Now and then a long payload, so answers span many reads.
@@ -126,7 +148,13 @@ impl Caller {
         // repeat (echo, slow) sometimes always re-sent.
         let retry = match rng.random_range(0..10) {
             0..2 => RetryPolicy::Never,
-            2..4 if matches!(ask, Ask::Echo { .. } | Ask::Slow { .. }) => RetryPolicy::Always,
+            2..4 if matches!(
+                ask,
+                Ask::Echo { .. } | Ask::Slow { .. } | Ask::Confirm { .. }
+            ) =>
+            {
+                RetryPolicy::Always
+            }
             _ => RetryPolicy::IfIdempotent,
         };
         Plan {
@@ -173,7 +201,9 @@ pub async fn perform(
         (Ask::Counter { .. }, RetryPolicy::Always) => true,
         (Ask::Counter { .. }, _) => false,
         (_, RetryPolicy::Always) => true,
-        (Ask::Echo { .. } | Ask::Slow { .. }, RetryPolicy::IfIdempotent) => target.trusted,
+        (Ask::Echo { .. } | Ask::Slow { .. } | Ask::Confirm { .. }, RetryPolicy::IfIdempotent) => {
+            target.trusted
+        }
         (Ask::ToolsList | Ask::Ping, RetryPolicy::IfIdempotent) => true,
         (_, _) => false,
     };
@@ -244,6 +274,39 @@ pub async fn perform(
             });
             (Method::Slow, payload, outcome, start)
         }
+        Ask::Confirm { rounds, state_only } => {
+            let (args, payload) = match target.kind {
+                Kind::Stdio => (
+                    json!({ "rounds": rounds, "state_only": state_only }),
+                    format!("rounds={rounds} state_only={state_only}"),
+                ),
+                Kind::Http => (json!({}), String::new()),
+            };
+            let call = CallTool::new(server, "confirm", args)
+                .timeout(timeout)
+                .retry(retry);
+            let start = Instant::now();
+            let answer = route.send(call, bound + WATCHDOG).await;
+            let outcome = judge(answer, |r| {
+                let got = text_of(r);
+                (got == "confirmed: true")
+                    .then_some(())
+                    .ok_or_else(|| format!("confirm answered {:?}", cut(&got)))
+            });
+            (Method::Confirm, payload, outcome, start)
+        }
+        Ask::Notify => {
+            let call = notify_call(&target).timeout(timeout).retry(retry);
+            let start = Instant::now();
+            let answer = route.send(call, bound + WATCHDOG).await;
+            let outcome = judge(answer, |r| {
+                let got = text_of(r);
+                matches!(got.as_str(), "notified" | "ok")
+                    .then_some(())
+                    .ok_or_else(|| format!("notify answered {:?}", cut(&got)))
+            });
+            (Method::Notify, String::new(), outcome, start)
+        }
         Ask::ToolsList => {
             let call = Call::new(server, "tools/list", None)
                 .timeout(timeout)
@@ -290,6 +353,22 @@ pub async fn perform(
         phase: Phase::Soak,
         known_to_run: false,
         resend_allowed,
+    }
+}
+
+/// The call that makes `target` announce a change of its subscribed resource.
+pub fn notify_call(target: &Target) -> CallTool {
+    match target.kind {
+        Kind::Stdio => CallTool::new(
+            &target.name,
+            "notify",
+            json!({ "kind": "resource_updated" }),
+        ),
+        Kind::Http => CallTool::new(
+            &target.name,
+            "notify_resource",
+            json!({ "uri": target.resource }),
+        ),
     }
 }
 

@@ -14,7 +14,10 @@
 //! - no `counter` call ran twice, and none that was answered "not run": per server, the
 //!   executions the server counted lie between the acknowledged calls and the acknowledged plus
 //!   the in-doubt ones (`timeout`, `outcome_unknown`);
-//! - after the faults stop, every server is Ready within the bound and answers;
+//! - `echo`, `slow` and `confirm` ran at most as often as their calls' policies allow sends,
+//!   and at least as often as they were answered `ok`;
+//! - after the faults stop, every server is Ready within the bound and answers, and its
+//!   subscription still delivers;
 //! - `Shutdown` answers within its bound and leaves no server process running.
 
 use std::collections::BTreeMap;
@@ -22,6 +25,9 @@ use std::time::Duration;
 
 use super::history::*;
 use super::stalls::{stalled_within, Stall};
+
+/// How long after an `InjectPanic` was sent the actor may take to panic.
+const PANIC_LAG: Duration = Duration::from_secs(1);
 
 /// One broken promise.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +69,9 @@ pub struct Figures {
     /// Answers later than their bound plus the slack, excused because the whole process was
     /// not scheduled meanwhile (see [`super::stalls`]).
     pub late_excused: usize,
+    /// Requests dropped (`MailboxError`) before `Shutdown`: excused only for a call sent
+    /// straight to an actor that was removed or panicked meanwhile.
+    pub dropped_before_shutdown: usize,
 }
 
 /// Judges `calls` and `facts`; `slack` is how late an answer may come after its bound.
@@ -91,6 +100,9 @@ pub fn check(calls: &[CallRecord], facts: &Facts, slack: Duration) -> (Vec<Viola
                     .entry(call.outcome.label())
                     .or_default() += 1
             }
+        }
+        if matches!(call.outcome, Outcome::Mailbox(_)) && call.phase == Phase::Soak {
+            figures.dropped_before_shutdown += 1;
         }
         let lateness = call.lateness_ms();
         if call.outcome != Outcome::Hung && lateness > figures.max_lateness_ms {
@@ -159,16 +171,24 @@ fn check_call(
     };
     let after = call.phase == Phase::AfterShutdown;
     // The call met a `RemoveServer` of its server: it may find the server stopped or gone.
-    let removed = facts.faults.iter().any(|f| {
-        f.kind == FaultKind::RemoveAdd
-            && f.target == call.server
-            && call.start <= f.end
-            && call.end >= f.at
-    });
+    let met = |kind: FaultKind, lag: Duration| {
+        facts.faults.iter().any(|f| {
+            f.kind == kind
+                && f.target == call.server
+                && call.start <= f.end + lag
+                && call.end >= f.at
+        })
+    };
+    let removed = met(FaultKind::RemoveAdd, Duration::ZERO);
+    // Its server's actor was told to panic: it does so when it takes the message, shortly
+    // after it was sent.
+    let panicked = met(FaultKind::ActorPanic, PANIC_LAG);
     match &call.outcome {
         Outcome::Hung => broken("answered: no answer by the bound plus the watchdog"),
-        // A call to the address of an actor that has stopped cannot be answered otherwise.
-        Outcome::Mailbox(_) if after || (removed && call.route == Route::Direct) => {}
+        // A call sent straight to an actor that stops (removed) or dies (panics) before it
+        // takes the call is dropped by actix with its mailbox: nothing is left to answer it
+        // (`GetServer`'s doc says so). Through the supervisor, it is answered.
+        Outcome::Mailbox(_) if after || ((removed || panicked) && call.route == Route::Direct) => {}
         Outcome::Mailbox(_) => broken("answered: the request was dropped (MailboxError)"),
         Outcome::Wrong(_) => broken("the right answer: an ok result that is not this call's"),
         Outcome::Err { code, .. } if after => {
@@ -281,10 +301,7 @@ fn check_sends(
     violations: &mut Vec<Violation>,
 ) {
     for server in &facts.servers {
-        for (method, runs) in [
-            (Method::Echo, server.echo_runs),
-            (Method::Slow, server.slow_runs),
-        ] {
+        for &(method, runs) in &server.runs {
             let mine = calls
                 .iter()
                 .filter(|c| c.method == method && c.server == server.name);
@@ -340,6 +357,12 @@ fn check_recovery(facts: &Facts, violations: &mut Vec<Violation>) {
     for failure in &facts.probe_failures {
         violations.push(Violation {
             promise: "a Ready server answers",
+            detail: failure.clone(),
+        });
+    }
+    for failure in &facts.subscription_failures {
+        violations.push(Violation {
+            promise: "a subscription outlives every fault: an update reaches the application",
             detail: failure.clone(),
         });
     }
@@ -401,10 +424,13 @@ mod tests {
             servers: vec![ServerFacts {
                 name: "s".into(),
                 kind: Kind::Stdio,
+                era: "legacy",
                 executions,
                 counter_file: Some(executions),
-                echo_runs: 0,
-                slow_runs: 0,
+                runs: vec![(Method::Echo, 0), (Method::Slow, 0)],
+                refused_rounds: 0,
+                unauthorized: 0,
+                updates: 0,
                 ready_fraction: 1.0,
                 ready_while_up: 1.0,
                 outages: 0,
@@ -438,7 +464,7 @@ mod tests {
         ];
         for executions in 1..=3 {
             let mut f = facts(executions);
-            f.servers[0].echo_runs = 1;
+            f.servers[0].runs[0].1 = 1;
             assert_eq!(promises(&calls, &f), Vec::<&str>::new());
         }
         let (_, figures) = check(&calls, &facts(2), ms(250));
@@ -511,7 +537,7 @@ mod tests {
             after(err("timeout")),
         ];
         let mut f = facts(0);
-        f.servers[0].echo_runs = 1;
+        f.servers[0].runs[0].1 = 1;
         assert_eq!(
             promises(&broken, &f),
             [
@@ -520,6 +546,45 @@ mod tests {
                 "after Shutdown, a call is refused at once",
                 "after Shutdown, a call is refused at once",
             ]
+        );
+    }
+
+    #[test]
+    fn a_dropped_request_is_excused_only_for_a_direct_call_whose_actor_went() {
+        let direct = |outcome| CallRecord {
+            route: Route::Direct,
+            ..call(Method::Echo, 1000, 100, 1000, outcome)
+        };
+        let mut f = facts(0);
+        let dropped = [direct(Outcome::Mailbox("closed".into()))];
+        assert_eq!(
+            promises(&dropped, &f),
+            ["answered: the request was dropped (MailboxError)"]
+        );
+        f.faults.push(FaultRecord {
+            kind: FaultKind::ActorPanic,
+            target: "s".into(),
+            pid: None,
+            at: ms(999),
+            pause: Duration::ZERO,
+            note: String::new(),
+            end: ms(999),
+        });
+        assert_eq!(promises(&dropped, &f), Vec::<&str>::new());
+        let through_the_supervisor = [CallRecord {
+            route: Route::Supervisor,
+            ..dropped[0].clone()
+        }];
+        assert_eq!(
+            promises(&through_the_supervisor, &f),
+            ["answered: the request was dropped (MailboxError)"]
+        );
+        f.faults[0].at = ms(3000);
+        f.faults[0].end = ms(3000);
+        assert_eq!(
+            promises(&dropped, &f),
+            ["answered: the request was dropped (MailboxError)"],
+            "a panic after the call does not excuse it"
         );
     }
 
@@ -554,8 +619,7 @@ mod tests {
         ];
         let runs = |echo, slow| {
             let mut f = facts(0);
-            f.servers[0].echo_runs = echo;
-            f.servers[0].slow_runs = slow;
+            f.servers[0].runs = vec![(Method::Echo, echo), (Method::Slow, slow)];
             promises(&calls, &f)
         };
         assert_eq!(runs(3, 1), Vec::<&str>::new());
@@ -613,6 +677,7 @@ mod tests {
         f.all_ready_after = None;
         f.not_ready = vec!["s: reconnecting".into()];
         f.probe_failures = vec!["s: unavailable".into()];
+        f.subscription_failures = vec!["s: announced, no update within 1 s".into()];
         f.shutdown_took = None;
         f.left_running = vec![42];
         assert_eq!(
@@ -620,6 +685,7 @@ mod tests {
             [
                 "every server Ready again after the faults stop",
                 "a Ready server answers",
+                "a subscription outlives every fault: an update reaches the application",
                 "Shutdown answers",
                 "no server process left after Shutdown"
             ]

@@ -18,17 +18,25 @@ pub enum Method {
     Slow,
     /// A raw `tools/list`.
     ToolsList,
-    /// A raw `ping`.
+    /// A raw `ping` (`server/discover` in the 2026-07-28 era, which has no `ping`).
     Ping,
+    /// `tools/call confirm`: the server asks for input (multi round-trip in 2026-07-28, an
+    /// elicitation request in the session era), the application's handler answers.
+    Confirm,
+    /// `tools/call notify` / `notify_resource`: the server announces a change of the resource
+    /// the application subscribed to.
+    Notify,
 }
 
 impl Method {
-    pub const ALL: [Method; 5] = [
+    pub const ALL: [Method; 7] = [
         Method::Echo,
         Method::Counter,
         Method::Slow,
         Method::ToolsList,
         Method::Ping,
+        Method::Confirm,
+        Method::Notify,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +46,8 @@ impl Method {
             Method::Slow => "slow",
             Method::ToolsList => "tools/list",
             Method::Ping => "ping",
+            Method::Confirm => "confirm",
+            Method::Notify => "notify",
         }
     }
 
@@ -170,13 +180,25 @@ pub enum FaultKind {
     /// The HTTP server delays every answer by 200 ms – 1.5 s for a while (the work is done
     /// first): timeouts and failed liveness pings on a server that is alive.
     HttpSlow,
-    /// A server's actor panics (`InjectPanic`, not part of the API) and the supervisor starts
-    /// a new one. Only with `MCP_SOAK_PANICS=1`.
+    /// A server's actor panics (`InjectPanic`, a test hook, not part of the API) and the
+    /// supervisor starts a new one (`MCP_SOAK_PANICS`: the share of faults).
     ActorPanic,
+    /// Every access token of the authorization server stops working: the next request of an
+    /// OAuth-protected server is refused `401`, a new token is fetched, the request re-sent.
+    TokenExpiry,
+    /// The authorization server's token endpoint answers `500` for a while: renewals fail for
+    /// now (calls answered `unavailable`, the connection kept), then succeed again.
+    TokenFail,
+    /// A dual-era HTTP server is stopped and started again speaking one era only, or both
+    /// again: the client must notice the server changed and negotiate anew.
+    EraChange,
+    /// Every listen stream of an HTTP server is cut (2026-07-28; a no-op on a session-era
+    /// server): a stream lost by error is a lost connection.
+    CutListens,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Kill9,
         FaultKind::KillInHandshake,
         FaultKind::Stop,
@@ -187,6 +209,10 @@ impl FaultKind {
         FaultKind::DropSse,
         FaultKind::ActorPanic,
         FaultKind::HttpSlow,
+        FaultKind::TokenExpiry,
+        FaultKind::TokenFail,
+        FaultKind::EraChange,
+        FaultKind::CutListens,
     ];
 
     /// The short name `MCP_SOAK_FAULTS` lists it by.
@@ -202,6 +228,10 @@ impl FaultKind {
             FaultKind::DropSse => "dropsse",
             FaultKind::ActorPanic => "panic",
             FaultKind::HttpSlow => "slow",
+            FaultKind::TokenExpiry => "expire",
+            FaultKind::TokenFail => "tokenfail",
+            FaultKind::EraChange => "era",
+            FaultKind::CutListens => "cutlisten",
         }
     }
 
@@ -217,6 +247,10 @@ impl FaultKind {
             FaultKind::DropSse => "http drop sse",
             FaultKind::HttpSlow => "http slow answers",
             FaultKind::ActorPanic => "actor panic",
+            FaultKind::TokenExpiry => "tokens expired",
+            FaultKind::TokenFail => "token endpoint failing",
+            FaultKind::EraChange => "http era change",
+            FaultKind::CutListens => "http listens cut",
         }
     }
 }
@@ -229,8 +263,11 @@ pub struct FaultRecord {
     pub target: String,
     pub pid: Option<u32>,
     pub at: Duration,
-    /// The SIGSTOP pause, or how long the HTTP server was down.
+    /// The SIGSTOP pause, how long the HTTP server was down or slow, or the token endpoint
+    /// failing.
     pub pause: Duration,
+    /// What else is worth knowing (the era an HTTP server came back speaking).
+    pub note: String,
     pub end: Duration,
 }
 
@@ -246,6 +283,8 @@ pub enum Kind {
 pub struct ServerFacts {
     pub name: String,
     pub kind: Kind,
+    /// The era it was configured to speak: `legacy`, `modern` or `dual`.
+    pub era: &'static str,
     /// `counter` executions: `counter <n>` lines in the demo server's event log (written
     /// before the answer, so every acknowledged call has one; the checker takes the count
     /// file when it is ahead), or the HTTP test servers' executions summed over every
@@ -255,10 +294,17 @@ pub struct ServerFacts {
     /// each kill between counting and logging; behind it, if the file lost counts (issue 9,
     /// defect 15, fixed by writing it atomically).
     pub counter_file: Option<u64>,
-    /// How often the server ran `echo` and `slow` (`call <tool>` lines in the demo's log; the
-    /// HTTP servers' counts over every instance).
-    pub echo_runs: u64,
-    pub slow_runs: u64,
+    /// How often the server ran `echo`, `slow` and `confirm` (`call <tool>` lines in the
+    /// demo's log, and its completed flows of `confirm` in the 2026-07-28 era; the HTTP
+    /// servers' counts over every instance).
+    pub runs: Vec<(Method, u64)>,
+    /// Input rounds of `confirm` the server refused (a state it did not know, or no answer to
+    /// what it asked): a client that sent a round it should not have.
+    pub refused_rounds: u64,
+    /// Requests the server refused `401` (OAuth-protected HTTP servers).
+    pub unauthorized: u64,
+    /// `resources/updated` notifications of its resource that reached the application.
+    pub updates: u64,
     /// Fraction of the soak the server was Ready, from the state-change events.
     pub ready_fraction: f64,
     /// Fraction of the time the server could answer (outside the SIGSTOP pauses and the HTTP
@@ -290,6 +336,12 @@ pub struct Facts {
     pub not_ready: Vec<String>,
     /// Servers whose echo probe after recovery did not succeed, with what they answered.
     pub probe_failures: Vec<String>,
+    /// Servers whose subscription did not deliver an update after recovery, and what happened.
+    pub subscription_failures: Vec<String>,
+    /// Elicitations the application's request handler answered.
+    pub inputs_answered: u64,
+    /// Access tokens the authorization server issued (client credentials grants), if any.
+    pub tokens_issued: Option<usize>,
     /// How long `Shutdown` took to answer; `None`: not within the bound.
     pub shutdown_took: Option<Duration>,
     pub shutdown_bound: Duration,

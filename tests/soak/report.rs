@@ -41,6 +41,10 @@ pub fn figures(
             .join(", ")
     );
     println!("  outcomes: {}", join(&figures.outcomes));
+    println!(
+        "    requests dropped (mailbox) before Shutdown: {} (excused only for a direct call whose actor was removed or panicked)",
+        figures.dropped_before_shutdown
+    );
     for method in Method::ALL {
         let line: Vec<String> = figures
             .outcomes_by_method
@@ -80,22 +84,57 @@ pub fn figures(
             server.name, book.executions, book.acknowledged, book.in_doubt, book.not_run
         );
     }
-    println!("  echo and slow: runs on the server vs ok answers vs most sends the calls' policies allow:");
+    println!("  echo, slow and confirm: runs on the server vs ok answers vs most sends the calls' policies allow:");
     for ((server, tool), (runs, ok, most)) in &figures.runs {
+        if *most == 0 && *runs == 0 {
+            continue;
+        }
         println!("    {server} {tool}: {runs} runs, {ok} ok, at most {most}");
     }
     println!("  servers (Ready share of the soak and of the time the server could answer, outages, supervisor's reconnects / re-sent calls / unknown responses):");
     for s in &facts.servers {
         println!(
-            "    {} ({:?}): {:.1} % Ready ({:.1} % while up), {} outages, {} reconnects, {} re-sent, {} unknown responses",
+            "    {} ({:?}, {}): {:.1} % Ready ({:.1} % while up), {} outages, {} reconnects, {} re-sent, {} unknown responses",
             s.name,
             s.kind,
+            s.era,
             s.ready_fraction * 100.0,
             s.ready_while_up * 100.0,
             s.outages,
             s.reconnects,
             s.resent,
             s.unknown_responses
+        );
+    }
+    println!(
+        "  input: {} elicitations answered by the application's handler; input rounds the servers refused: {}",
+        facts.inputs_answered,
+        facts
+            .servers
+            .iter()
+            .map(|s| format!("{} {}", s.name, s.refused_rounds))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  subscriptions: resources/updated that reached the application: {}",
+        facts
+            .servers
+            .iter()
+            .map(|s| format!("{} {}", s.name, s.updates))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(tokens) = facts.tokens_issued {
+        println!(
+            "  oauth: {tokens} access tokens issued; requests refused 401: {}",
+            facts
+                .servers
+                .iter()
+                .filter(|s| s.unauthorized > 0)
+                .map(|s| format!("{} {}", s.name, s.unauthorized))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let worst = |stalls: &[Stall]| {
@@ -147,6 +186,28 @@ pub fn figures(
     }
 }
 
+/// The fleet, one server a line.
+pub fn fleet(targets: &[super::callers::Target]) {
+    for t in targets {
+        let mut traits = vec![format!("{:?}", t.kind), t.era.to_owned()];
+        for (on, what) in [
+            (t.trusted, "trusted"),
+            (t.mrtr, "confirm"),
+            (t.oauth, "oauth"),
+        ] {
+            if on {
+                traits.push(what.to_owned());
+            }
+        }
+        println!(
+            "  {}: {}, subscribed to {}",
+            t.name,
+            traits.join(", "),
+            t.resource
+        );
+    }
+}
+
 /// Every broken promise, grouped, the first ten of each in full.
 pub fn violations(violations: &[Violation]) {
     if violations.is_empty() {
@@ -176,13 +237,14 @@ pub fn faults(faults: &[FaultRecord]) {
     println!("  faults, in order:");
     for f in faults {
         println!(
-            "    {:>8.3}s .. {:>8.3}s {} {} pid {:?} pause {} ms",
+            "    {:>8.3}s .. {:>8.3}s {} {} pid {:?} pause {} ms {}",
             f.at.as_secs_f64(),
             f.end.as_secs_f64(),
             f.kind.name(),
             f.target,
             f.pid,
-            f.pause.as_millis()
+            f.pause.as_millis(),
+            f.note
         );
     }
 }

@@ -1,19 +1,28 @@
 //! The servers' state changes with the time each arrived, for the figures a status query
 //! cannot give: how much of the soak each server was Ready (of all of it, and of the time the
-//! server itself could answer), and how many outages it had.
+//! server itself could answer), and how many outages it had; and the resource updates that
+//! reached the application, which the subscription probe awaits.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mcp_supervisor::{Progress, ServerEvent};
+use tokio::sync::Notify;
 
 /// One state change: when it arrived, the server, the state's name.
 type Change = (Instant, String, &'static str);
 
-/// Collects every state change.
+/// One `resources/updated`: when it arrived, the server, the URI.
+type Update = (Instant, String, String);
+
+/// Collects every state change and resource update.
 #[derive(Clone, Default)]
-pub struct Timeline(Arc<Mutex<Vec<Change>>>);
+pub struct Timeline {
+    changes: Arc<Mutex<Vec<Change>>>,
+    updates: Arc<Mutex<Vec<Update>>>,
+    updated: Arc<Notify>,
+}
 
 struct Collector(Timeline);
 
@@ -24,9 +33,17 @@ impl Actor for Collector {
 impl Handler<ServerEvent> for Collector {
     type Result = ();
     fn handle(&mut self, event: ServerEvent, _: &mut Context<Self>) {
-        if let ServerEvent::StateChanged { server, state, .. } = event {
-            let mut seen = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
-            seen.push((Instant::now(), server, state.name()));
+        match event {
+            ServerEvent::StateChanged { server, state, .. } => {
+                let mut seen = self.0.changes.lock().unwrap_or_else(|e| e.into_inner());
+                seen.push((Instant::now(), server, state.name()));
+            }
+            ServerEvent::ResourceUpdated { server, uri } => {
+                let mut seen = self.0.updates.lock().unwrap_or_else(|e| e.into_inner());
+                seen.push((Instant::now(), server, uri));
+                self.0.updated.notify_waiters();
+            }
+            _ => {}
         }
     }
 }
@@ -48,7 +65,7 @@ impl Timeline {
         to: Instant,
         down: &[(Duration, Duration)],
     ) -> Availability {
-        let seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         let end = to - t0;
         let mut ready: Vec<(Duration, Duration)> = Vec::new();
         let mut ready_since: Option<Duration> = None;
@@ -81,6 +98,37 @@ impl Timeline {
             ready: share(total, end),
             ready_while_up: share(total - ready_while_down, end.saturating_sub(down_total)),
             outages,
+        }
+    }
+}
+
+impl Timeline {
+    /// Updates of `uri` from `server` that arrived at or after `since`.
+    pub fn updates(&self, server: &str, uri: &str, since: Instant) -> usize {
+        let seen = self.updates.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter()
+            .filter(|(at, s, u)| *at >= since && s == server && u == uri)
+            .count()
+    }
+
+    /// Waits until an update of `uri` from `server` arrived at or after `since`, at most
+    /// `limit`: whether one did.
+    pub async fn await_update(
+        &self,
+        server: &str,
+        uri: &str,
+        since: Instant,
+        limit: Duration,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let updated = self.updated.notified();
+            if self.updates(server, uri, since) > 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, updated).await.is_err() {
+                return self.updates(server, uri, since) > 0;
+            }
         }
     }
 }

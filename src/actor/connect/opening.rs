@@ -40,13 +40,6 @@ impl Tried {
     }
 }
 
-/// What the probe was answered with: its own answer, or (a stdio server that was also asked
-/// `initialize`) the handshake's.
-enum Probed {
-    Discover(Result<serde_json::Value, Error>),
-    Initialize(Result<serde_json::Value, Error>),
-}
-
 /// Tries of an era in one attempt: the first, the other, and back once (a server whose answer
 /// to a probe came late, and pinned it to the era we had just left).
 const MAX_TRIES: usize = 3;
@@ -55,6 +48,17 @@ impl Handshake<'_> {
     /// Agrees on an era and version; the note says why the era is not the remembered one.
     /// A discovery still fresh is used as it is (then `reused` is set).
     pub(super) async fn open(&mut self) -> Result<(Negotiated, Option<String>), Error> {
+        let opened = self.negotiate().await;
+        let keep = match &opened {
+            Ok((negotiated, _)) => negotiated.era == Era::Modern,
+            // The lines may say why it failed.
+            Err(_) => true,
+        };
+        self.connection.closer.opening_done(keep);
+        opened
+    }
+
+    async fn negotiate(&mut self) -> Result<(Negotiated, Option<String>), Error> {
         let choice = self.attempt.settings.protocol;
         if let Some(fresh) = self
             .attempt
@@ -77,18 +81,23 @@ impl Handshake<'_> {
         let mut era = first;
         let mut version = MODERN_VERSIONS[0].to_owned();
         let mut note = None;
+        // Why each try found the other era, for the error should none settle it.
+        let mut reasons = Vec::with_capacity(MAX_TRIES);
         for _ in 0..MAX_TRIES {
             let tried = match era {
-                Era::Modern => self.try_modern(&version).await?,
+                Era::Modern => {
+                    // What a server writes to stderr in answer to a probe it does not know
+                    // explains nothing later: it is held aside for the rest of the opening
+                    // (stderr is read apart from stdout, and may come after the answer), and
+                    // left out of the stderr tail if the server turns out not to be modern.
+                    self.connection.closer.hold_stderr();
+                    self.try_modern(&version).await?
+                }
                 Era::Legacy => self.try_legacy().await?,
             };
             let (reason, next_version) = match tried {
                 Tried::Open(negotiated) => {
                     self.attempt.learned.set(Some(negotiated.era));
-                    if negotiated.era != first && note.is_none() {
-                        // Opened in the other era by the handshake asked beside the probe.
-                        note = self.changed_note(first, "it did not answer server/discover");
-                    }
                     return Ok((*negotiated, note));
                 }
                 Tried::OtherEra { reason, version } => (reason, version),
@@ -104,11 +113,15 @@ impl Handshake<'_> {
             if let Some(next) = next_version {
                 version = next;
             }
+            reasons.push(format!("{era}: {reason}"));
             era = era.other();
         }
         Err(Error::connection(
             &self.attempt.server,
-            "the server answered neither the modern nor the legacy opening consistently",
+            format!(
+                "the server answered neither the modern nor the legacy opening consistently ({})",
+                reasons.join("; ")
+            ),
         ))
     }
 
@@ -126,9 +139,11 @@ impl Handshake<'_> {
             let params = discover_params(meta.keys());
             let http = self.attempt.is_http();
             let probe = self.send("server/discover", Some(&params));
-            let answer = match self.probe_answer(probe).await {
-                Probed::Discover(answer) => answer,
-                Probed::Initialize(answer) => return self.initialize_answered(answer),
+            let Some(answer) = self.probe_answer(probe).await else {
+                let waited = self.attempt.settings.ping_timeout;
+                return Ok(Tried::other(format!(
+                    "it read server/discover and did not answer it within {waited:?}"
+                )));
             };
             let rpc = match answer {
                 Ok(result) => return self.discovered(&version, &result, asked_again),
@@ -212,52 +227,43 @@ impl Handshake<'_> {
         Err(self.unsupported(&supported.join(", ")))
     }
 
-    /// The `initialize` handshake (its request may be out already, sent beside a probe).
+    /// The `initialize` handshake.
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
-        let id = match self.initialize_sent.take() {
-            Some(id) => id,
-            None => self.send_initialize(),
-        };
-        let answer = self.answer_to(&[(id, "initialize")]).await.1;
+        // Whatever the probe before found, a request the server sends now is of the session
+        // era, for the application's handler.
+        self.wire = Wire::legacy(self.link.clone());
+        let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
+        let answer = self.request("initialize", Some(params)).await;
         self.initialize_answered(answer)
     }
 
-    /// Sends `initialize`, shaped the session era's way whatever era is being tried.
-    fn send_initialize(&mut self) -> u64 {
-        let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
-        let id = self.attempt.ids.next();
-        Wire::legacy(self.link.clone()).request_value(id, "initialize", Some(&params));
-        id
-    }
-
-    /// Waits for the answer to the probe `probe`. An HTTP server answers every POST, and a
-    /// server the `protocol` setting pins to the modern era must answer it: they get the
-    /// attempt's whole time. A stdio server that does not know the method may not answer at
-    /// all (older SDKs print errors instead), which waiting cannot tell from a slow start: after
-    /// `ping_timeout` the handshake is asked too, on the same connection, and the first answer
-    /// decides. A server answers in order, so how long it takes to start does not change the
-    /// era it gets.
-    async fn probe_answer(&mut self, probe: u64) -> Probed {
-        let asked = [(probe, "server/discover")];
+    /// The answer to the probe `probe`, or `None` if the server read it and does not answer.
+    ///
+    /// An HTTP server answers every POST, and a server the `protocol` setting pins to the
+    /// modern era must answer the probe: they get the attempt's whole time. A stdio server
+    /// that does not know the method may not answer at all (older SDKs log a validation error
+    /// instead), which waiting alone cannot tell from a server that is slow to start: every
+    /// `ping_timeout` without an answer, its stdin pipe says whether it has read the probe. Not
+    /// read yet, it is still starting, and the wait goes on (within the attempt's time); read
+    /// and not answered, it does not know the method. So how long a server takes to start does
+    /// not change the era it gets.
+    async fn probe_answer(&mut self, probe: u64) -> Option<Result<serde_json::Value, Error>> {
+        let method = "server/discover";
         if self.attempt.is_http() || !self.attempt.settings.protocol.may_fall_back() {
-            return Probed::Discover(self.answer_to(&asked).await.1);
+            return Some(self.answer_to(probe, method).await);
         }
         let wait = self.attempt.settings.ping_timeout;
-        if let Ok((_, answer)) = tokio::time::timeout(wait, self.answer_to(&asked)).await {
-            return Probed::Discover(answer);
+        loop {
+            if let Ok(answer) = tokio::time::timeout(wait, self.answer_to(probe, method)).await {
+                return Some(answer);
+            }
+            match self.connection.closer.stdin_unread() {
+                Some(unread) if unread > 0 => {
+                    tracing::debug!(server = %self.attempt.server, unread, "the server has not read server/discover yet: still starting");
+                }
+                _ => return None,
+            }
         }
-        tracing::debug!(server = %self.attempt.server, waited_ms = wait.as_millis() as u64, "no answer to server/discover yet; asking initialize too");
-        let init = self.send_initialize();
-        let (id, answer) = self
-            .answer_to(&[(probe, "server/discover"), (init, "initialize")])
-            .await;
-        if id == init {
-            return Probed::Initialize(answer);
-        }
-        // The probe came first; should it not open the modern era, the handshake goes on with
-        // the answer to this `initialize`, not another.
-        self.initialize_sent = Some(init);
-        Probed::Discover(answer)
     }
 
     /// What `initialize` was answered: the session era opened, or a modern server.

@@ -10,9 +10,12 @@ use serde_json::{json, Value};
 use super::ServerActor;
 use crate::actor::connect::Dial;
 use crate::config::{ServerConfig, Settings};
-use crate::error::{Error, ErrorKind};
+#[cfg(feature = "http")]
+use crate::error::Error;
+use crate::error::ErrorKind;
 use crate::session::CALLER_SWEEP;
 use crate::transport::memory::{Listener, Network, Peer};
+#[cfg(feature = "http")]
 use crate::transport::TransportEvent;
 use crate::{CallTool, GetStatus, ServerStatus};
 

@@ -3,8 +3,8 @@
 //! Kept in one room so that a reader sees at once everything the server can be told to do
 //! wrong, and where in its life each fault strikes: at start-up (`at_start_up`), before a
 //! `tools/call` is run (`crash_if_asked`), around every response (`write_garbage_lines`) and
-//! after `initialize` (`write_long_line_if_asked`), and on the first modern requests
-//! (`reject_first_modern`). The tools that misbehave on request
+//! after `initialize` (`write_long_line_if_asked`), on the first modern requests
+//! (`reject_first_modern`), and on a `server/discover` probe (`probe_noise`). The tools that misbehave on request
 //! (`counter {crash: true}`, `hang`, `long_line`, `garbage`) are tools, and live in `tools`.
 
 use std::io::{self, Write};
@@ -24,6 +24,7 @@ pub(crate) struct Faults {
     garbage_lines: u64,
     long_line_bytes: Option<u64>,
     reject_first_modern: u64,
+    probe_noise: u64,
 }
 
 impl Faults {
@@ -33,7 +34,21 @@ impl Faults {
             garbage_lines: env_u64("DEMO_GARBAGE_LINES").unwrap_or(0),
             long_line_bytes: env_u64("DEMO_LONG_LINE_BYTES"),
             reject_first_modern: env_u64("DEMO_REJECT_FIRST_MODERN").unwrap_or(0),
+            probe_noise: env_u64("DEMO_PROBE_NOISE").unwrap_or(0),
         }
+    }
+
+    /// `DEMO_PROBE_NOISE`: a `server/discover` request is not answered, and makes the server
+    /// complain on stderr in that many lines instead, as older Python SDK servers do with a
+    /// method they do not know. True if the request is to go unanswered.
+    pub(crate) fn probe_noise(&self, method: &str) -> bool {
+        if method != super::era::DISCOVER || self.probe_noise == 0 {
+            return false;
+        }
+        for i in 1..=self.probe_noise {
+            stderr_line(&format!("demo: validation error {i} for server/discover"));
+        }
+        true
     }
 
     /// `DEMO_REJECT_FIRST_MODERN`: how many modern requests, counted from the first, are

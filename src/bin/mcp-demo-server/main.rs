@@ -119,6 +119,9 @@
 //! - `DEMO_SPAWN_GRANDCHILD=1`: spawn `sleep 1000` in our process group at start-up.
 //! - `DEMO_IGNORE_SIGTERM=1`: ignore SIGTERM, so only SIGKILL stops the server.
 //! - `DEMO_STDERR_LINES=K`: write K lines `demo stderr line i` to stderr at start-up.
+//! - `DEMO_PROBE_NOISE=K`: leave every `server/discover` request unanswered and write K lines
+//!   `demo: validation error i for server/discover` to stderr instead (as older Python SDK
+//!   servers do).
 //! - `DEMO_ERA=dual|legacy|modern`: which protocol eras to serve (default `dual`; see above).
 //! - `DEMO_MODERN_VERSIONS=v1,v2`: the modern versions accepted and listed (default
 //!   `2026-07-28`; the handlers always behave as 2026-07-28).

@@ -194,6 +194,9 @@ impl Server {
     }
 
     fn handle_request(&self, id: &Value, method: &str, params: &Args) {
+        if self.config.faults.probe_noise(method) {
+            return;
+        }
         match self.admit(id, method, params) {
             None => {} // refused, and answered so
             Some(Admission::Legacy) => self.handle_legacy(id, method, params),

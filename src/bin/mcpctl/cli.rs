@@ -85,7 +85,9 @@ pub(crate) enum Command {
     ///
     /// With --json, one object per server:
     /// {"name":"fs","state":"ready","era":"legacy","protocol_version":"2025-11-25",...,
-    ///  "last_error":null} or "last_error":{"kind":..,"message":..,"stderr_tail":[..]}.
+    ///  "tools":12,"tools_truncated":null,...,"last_error":null} or
+    ///  "last_error":{"kind":..,"message":..,"stderr_tail":[..]}; "tools_truncated" says why
+    ///  the tool list was cut short, when it was.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Status {
         /// Only this server: the only one started
@@ -103,7 +105,9 @@ pub(crate) enum Command {
     /// server is not Ready.
     ///
     /// With --json, one object per tool, {"server":"fs","tool":{...}} (the tool as listed),
-    /// and {"server":"fs","error":{"kind":..,"message":..}} for a server that is not Ready.
+    /// then {"server":"fs","tools_truncated":"why"} if the list was cut short (more than
+    /// 10000 tools or 1000 pages: the first ones are kept), and
+    /// {"server":"fs","error":{"kind":..,"message":..}} for a server that is not Ready.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Tools(ListArgs),
 

@@ -100,6 +100,9 @@ impl Session {
                         for tool in &status.tools {
                             println!("{}", json::item(&status.name, "tool", tool));
                         }
+                        if let Some(why) = &status.tools_truncated {
+                            println!("{}", json::item(&status.name, "tools_truncated", why));
+                        }
                     } else if let Some(e) = &status.last_error {
                         println!("{}", json::server_error(&status.name, e));
                     } else {

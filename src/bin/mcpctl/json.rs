@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 /// A server's status: `{"name":..,"transport":..,"state":..,"era":..,"protocol_version":..,
-/// "server_info":{"name":..,"version":..}|null,"tools":n,"pid":n|null,"in_state_ms":n,
-/// "pending_calls":n,"reconnects":n,"last_error":{..}|null}`.
+/// "server_info":{"name":..,"version":..}|null,"tools":n,"tools_truncated":"why"|null,
+/// "pid":n|null,"in_state_ms":n,"pending_calls":n,"reconnects":n,"last_error":{..}|null}`.
 pub(crate) fn status(s: &ServerStatus) -> String {
     json!({
         "name": s.name,
@@ -22,6 +22,7 @@ pub(crate) fn status(s: &ServerStatus) -> String {
         "protocol_version": s.protocol_version,
         "server_info": s.server_info.as_ref().map(|i| json!({"name": i.name, "version": i.version})),
         "tools": s.tool_count(),
+        "tools_truncated": s.tools_truncated,
         "pid": s.pid,
         "in_state_ms": u64::try_from(s.in_state_for.as_millis()).unwrap_or(u64::MAX),
         "pending_calls": s.pending_calls,

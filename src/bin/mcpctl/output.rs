@@ -1,5 +1,6 @@
-//! What mcpctl prints for people and scripts: the status table, the tool lists, the line for
-//! each call outcome (human or JSON), and the text of a tool's content.
+//! What mcpctl prints for people and scripts: the status table (and why a server is not Ready,
+//! or its tool list is cut short), the tool lists, the line for each call outcome (human or
+//! JSON), and the text of a tool's content.
 //!
 //! Its own room so that the commands say what to show and this file how it looks; every
 //! format a script may parse (the table's columns, `call --json`'s keys) is defined here.
@@ -48,7 +49,7 @@ pub(crate) fn print_status_table(
                         INFO_WIDTH,
                     )
                 }),
-                s.tool_count().to_string(),
+                tool_count(s),
             ]
         })
         .collect();
@@ -79,6 +80,27 @@ pub(crate) fn print_status_table(
         println!();
         println!("{name}: {}", full_error(error));
     }
+    for s in statuses {
+        if let Some(why) = &s.tools_truncated {
+            println!();
+            println!("{}: {}", s.name, truncated(why));
+        }
+    }
+}
+
+/// The number of tools a server listed, `10000+` when the list was cut short.
+fn tool_count(status: &ServerStatus) -> String {
+    let plus = if status.tools_truncated.is_some() {
+        "+"
+    } else {
+        ""
+    };
+    format!("{}{plus}", status.tool_count())
+}
+
+/// What a list cut short is told as.
+fn truncated(why: &str) -> String {
+    format!("the tool list was cut short: {why}")
 }
 
 /// Left-aligned columns two spaces apart; the last one is not padded.
@@ -131,8 +153,12 @@ pub(crate) fn print_tools(status: &ServerStatus) {
         println!("{} ({}, {state}){why}", status.name, status.transport);
         return;
     }
+    let cut = status
+        .tools_truncated
+        .as_ref()
+        .map_or(String::new(), |why| format!("; {}", truncated(why)));
     println!(
-        "{} ({}, {state}, {} tools)",
+        "{} ({}, {state}, {} tools{cut})",
         status.name,
         status.transport,
         status.tool_count()

@@ -19,7 +19,9 @@ use crate::transport::Link;
 
 mod calls;
 mod eras;
+mod listen;
 mod liveness;
+mod tools;
 
 /// The driver and the server of one session, on a fake clock.
 struct Harness {
@@ -120,6 +122,15 @@ impl Harness {
     /// The pending attempt opens a connection speaking `era` (`reused`: with the plan's fresh
     /// discovery), `tools` listed.
     fn open(&mut self, negotiated: Negotiated, reused: bool, tools: Vec<Tool>) {
+        let listed = Listed {
+            items: tools,
+            cut: None,
+        };
+        self.open_listed(negotiated, reused, listed);
+    }
+
+    /// [`Harness::open`], with a tool list that may have been cut short.
+    fn open_listed(&mut self, negotiated: Negotiated, reused: bool, listed: Listed<Tool>) {
         let (seq, plan) = self.pending.take().expect("an attempt is pending");
         let link = Rc::new(Recorder::default());
         let wire = match negotiated.era {
@@ -138,7 +149,8 @@ impl Harness {
             era_note: None,
             reused,
             answered: !reused,
-            tools,
+            tools: listed.items,
+            tools_cut: listed.cut,
             notifications: Vec::new(),
             subscribed: plan.subscriptions.clone(),
         };

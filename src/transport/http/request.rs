@@ -22,18 +22,18 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// one); every other carries ours. The flag says whether it did, which decides what a 404 or a
 /// 400 means.
 ///
-/// A request of the 2026-07-28 revision brings its own headers (`headers`: the protocol
+/// A request of the 2026-07-28 revision (`modern`) brings its own headers (the protocol
 /// version, `Mcp-Method`, ...) and carries no session: that revision has none.
 pub(super) fn post(
     shared: &Shared,
     method: Option<&str>,
-    headers: &[(String, String)],
+    modern: Option<&[(String, String)]>,
 ) -> Result<(ClientRequest, bool), Error> {
     let mut request = shared
         .request(shared.client.post(&shared.url))?
         .insert_header((ACCEPT, "application/json, text/event-stream"))
         .insert_header((CONTENT_TYPE, "application/json"));
-    if !headers.is_empty() {
+    if let Some(headers) = modern {
         for (name, value) in headers {
             request = request.insert_header((name.as_str(), value.as_str()));
         }

@@ -20,8 +20,9 @@ use tokio::task::AbortHandle;
 use super::{answer, authorize, request, Shared};
 use crate::transport::{Outgoing, TransportEvent};
 
-/// The headers a message of the 2026-07-28 revision brings along.
-type Headers = Vec<(String, String)>;
+/// What a message brings along: for a request of the 2026-07-28 revision, its headers (which
+/// may be none); for the session era's, nothing (the session holds its headers).
+type Modern = Option<Vec<(String, String)>>;
 
 /// The id and method of one of our outgoing messages.
 #[derive(Deserialize, Default)]
@@ -37,18 +38,18 @@ struct Header {
 /// [`MAX_BACKLOG`](crate::transport::backlog::MAX_BACKLOG) lines — is known.
 pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
-    // Each line with its headers (none for the session era, whose headers the session holds).
-    let mut queue: VecDeque<(Vec<u8>, Headers)> = VecDeque::new();
+    // Each line with what the 2026-07-28 revision brings along, if it is of that revision.
+    let mut queue: VecDeque<(Vec<u8>, Modern)> = VecDeque::new();
     // The serial POST under way, if any.
     let mut serial: Option<LocalBoxFuture<'static, ()>> = None;
     loop {
         // Start what may start, in order: requests at once, the next serial POST once the last
         // one is done, so that nothing overtakes a notification.
         while serial.is_none() {
-            let Some((line, headers)) = queue.pop_front() else {
+            let Some((line, modern)) = queue.pop_front() else {
                 break;
             };
-            serial = start(&shared, &requests, line, headers);
+            serial = start(&shared, &requests, line, modern);
         }
         shared
             .backlog
@@ -61,8 +62,8 @@ pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceive
                     return;
                 }
                 match outgoing {
-                    Outgoing::Line(line) => queue.push_back((line, Vec::new())),
-                    Outgoing::Modern { line, headers } => queue.push_back((line, headers)),
+                    Outgoing::Line(line) => queue.push_back((line, None)),
+                    Outgoing::Modern { line, headers } => queue.push_back((line, Some(headers))),
                     Outgoing::Abandon(id) => {
                         if let Some(request) = requests.borrow_mut().remove(&id) {
                             request.abort();
@@ -88,7 +89,7 @@ fn start(
     shared: &Rc<Shared>,
     requests: &Rc<RefCell<HashMap<u64, AbortHandle>>>,
     mut line: Vec<u8>,
-    headers: Headers,
+    modern: Modern,
 ) -> Option<LocalBoxFuture<'static, ()>> {
     if line.last() == Some(&b'\n') {
         line.pop();
@@ -102,7 +103,7 @@ fn start(
         Bytes::from(line),
         id,
         header.method.clone(),
-        headers,
+        modern,
     );
     if let Some(id) = id {
         let registry = requests.clone();
@@ -131,10 +132,10 @@ async fn post(
     body: Bytes,
     id: Option<u64>,
     method: Option<String>,
-    headers: Headers,
+    headers: Modern,
 ) {
     // Requests of the 2026-07-28 revision come with their own headers, and no session.
-    let modern = !headers.is_empty();
+    let modern = headers.is_some();
     // Re-sends after an authorization refusal (`authorize`): bounded there.
     let mut rounds = authorize::Rounds::default();
     loop {
@@ -145,7 +146,11 @@ async fn post(
             }
             None => 0,
         };
-        let (request, had_session) = match request::post(&shared, method.as_deref(), &headers) {
+        let (request, had_session) = match request::post(
+            &shared,
+            method.as_deref(),
+            headers.as_deref(),
+        ) {
             Ok(built) => built,
             // The token cannot be presented: the request does not go out without it.
             Err(error) => {

@@ -52,24 +52,119 @@ const EXIT_REPORT_WAIT: Duration = Duration::from_millis(500);
 /// stdout open (which would otherwise leave a dead server looking `Ready`).
 const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(200);
 
-/// The last lines a process wrote to stderr.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+/// What a process wrote to stderr, as far as it is kept to explain a failure: its first lines
+/// (what it said as it started: a missing setting, a version) and its last ones (its last words),
+/// with a line saying how many in between were not kept.
+///
+/// What a server writes in answer to our own probe (a `server/discover` an older server does not
+/// know, which some answer with pages of validation errors) explains nothing about why it fails
+/// later, and would push out what does: while a probe runs, lines past the first ones are held
+/// aside ([`StderrTail::hold`]), and then kept or replaced by one line that says how many were
+/// left out ([`StderrTail::release`]). Every line is logged as it comes either way.
+#[derive(Debug, Clone)]
+pub(crate) struct StderrTail(Arc<Mutex<Tail>>);
+
+#[derive(Debug)]
+struct Tail {
+    /// Lines kept in all (`stderr_tail_lines`).
+    keep: usize,
+    /// The first lines, up to a quarter of `keep`.
+    head: Vec<String>,
+    /// The last lines, up to the rest of `keep`.
+    last: VecDeque<String>,
+    /// Lines between the two that were not kept.
+    skipped: usize,
+    /// Lines written while a probe runs (the last of them), and how many there were.
+    held: Option<(VecDeque<String>, usize)>,
+}
 
 impl StderrTail {
-    fn push(&self, line: String, keep: usize) {
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.len() == keep {
-            lines.pop_front();
+    /// A tail that keeps `keep` lines.
+    fn new(keep: usize) -> Self {
+        StderrTail(Arc::new(Mutex::new(Tail {
+            keep,
+            head: Vec::new(),
+            last: VecDeque::new(),
+            skipped: 0,
+            held: None,
+        })))
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, line: String) {
+        let mut tail = self.tail();
+        if tail.head.len() < tail.keep / 4 {
+            tail.head.push(line);
+            return;
         }
-        if keep > 0 {
-            lines.push_back(line);
+        let room = tail.keep - tail.keep / 4;
+        match &mut tail.held {
+            Some((held, count)) => {
+                *count += 1;
+                if held.len() >= room {
+                    held.pop_front();
+                }
+                if room > 0 {
+                    held.push_back(line);
+                }
+            }
+            None => tail.push_last(line),
         }
     }
 
+    /// From now on (past the first lines), lines are held aside until [`StderrTail::release`].
+    pub fn hold(&self) {
+        self.tail().held.get_or_insert_with(Default::default);
+    }
+
+    /// Ends a [`StderrTail::hold`]: the held lines join the tail (`keep`), or are replaced by
+    /// one line saying how many were left out (they answered our probe, not a failure).
+    pub fn release(&self, keep: bool) {
+        let mut tail = self.tail();
+        let Some((held, count)) = tail.held.take() else {
+            return;
+        };
+        if keep {
+            tail.skipped += count - held.len();
+            for line in held {
+                tail.push_last(line);
+            }
+        } else if count > 0 {
+            tail.push_last(format!(
+                "[{count} stderr lines written in answer to our server/discover probe left out; they are in the log]"
+            ));
+        }
+    }
+
+    /// The kept lines, in order.
     pub fn lines(&self) -> Vec<String> {
-        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        lines.iter().cloned().collect()
+        let tail = self.tail();
+        let mut lines = tail.head.clone();
+        if tail.skipped > 0 {
+            lines.push(format!("[{} stderr lines not kept]", tail.skipped));
+        }
+        lines.extend(tail.last.iter().cloned());
+        // Lines still held (the server died during the probe) are part of the story.
+        lines.extend(tail.held.iter().flat_map(|(held, _)| held.iter().cloned()));
+        lines
+    }
+}
+
+impl Tail {
+    fn push_last(&mut self, line: String) {
+        let room = self.keep - self.keep / 4;
+        if room == 0 {
+            self.skipped += 1;
+            return;
+        }
+        if self.last.len() >= room {
+            self.last.pop_front();
+            self.skipped += 1;
+        }
+        self.last.push_back(line);
     }
 }
 
@@ -90,9 +185,31 @@ pub(crate) struct ProcessHandle {
     strays: Strays,
     /// The actor's count of processes not gone yet: a kill in the background holds it.
     reaping: Reaping,
+    /// A second handle on the server's stdin pipe while the opening runs, to ask how much of
+    /// what we wrote it has not read yet ([`ProcessHandle::stdin_unread`]). Dropped when the
+    /// opening ends: it would keep stdin open.
+    stdin_probe: Option<std::os::fd::OwnedFd>,
 }
 
 impl ProcessHandle {
+    /// Holds the server's stderr lines aside while a probe of ours runs (see [`StderrTail`]).
+    pub fn hold_stderr(&self) {
+        self.stderr.hold();
+    }
+
+    /// The opening is over: the held stderr lines join the tail (`keep`) or are left out, and
+    /// the second handle on stdin is let go.
+    pub fn opening_done(&mut self, keep: bool) {
+        self.stderr.release(keep);
+        self.stdin_probe = None;
+    }
+
+    /// Bytes we wrote to the server's stdin that it has not read yet (during the opening).
+    pub fn stdin_unread(&self) -> Option<u64> {
+        let fd = self.stdin_probe.as_ref()?;
+        rustix::io::ioctl_fionread(fd).ok()
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> Option<u32> {
         self.pid.map(|p| p.as_raw() as u32)
@@ -286,12 +403,11 @@ pub(crate) fn spawn(
         let _ = exited_tx.send(());
     });
 
-    let stderr_tail = StderrTail::default();
+    let stderr_tail = StderrTail::new(settings.stderr_tail_lines);
     let (stderr_done_tx, stderr_done) = watch::channel(false);
     {
         let server = server.clone();
         let tail = stderr_tail.clone();
-        let keep = settings.stderr_tail_lines;
         tokio::spawn(async move {
             let mut lines = FramedRead::new(stderr, LineCodec::new(MAX_STDERR_LINE));
             while let Some(Ok(line)) = lines.next().await {
@@ -301,12 +417,17 @@ pub(crate) fn spawn(
                     Line::Oversized { len } => format!("[{len} bytes of stderr dropped]"),
                 };
                 tracing::info!(target: "mcp_supervisor::stderr", server = %server, "{text}");
-                tail.push(text, keep);
+                tail.push(text);
             }
             let _ = stderr_done_tx.send(true);
         });
     }
 
+    // A failed dup only costs the probe its view of the pipe (it then waits as for HTTP).
+    let stdin_probe = {
+        use std::os::fd::AsFd;
+        stdin.as_fd().try_clone_to_owned().ok()
+    };
     let (out_tx, queue) = LineSender::new(server.clone());
     let (write_failed_tx, write_failed) = oneshot::channel();
     tokio::spawn(write_loop(stdin, queue.clone(), write_failed_tx));
@@ -320,6 +441,7 @@ pub(crate) fn spawn(
         stdin: Some(out_tx.clone()),
         strays: Strays::default(),
         reaping: reaping.clone(),
+        stdin_probe,
     };
     let report = ProcessHandle {
         server: server.clone(),
@@ -330,6 +452,7 @@ pub(crate) fn spawn(
         stdin: None,
         strays: Strays::default(),
         reaping: Reaping::default(),
+        stdin_probe: None,
     };
     let reader = Reader::new(
         server.clone(),
@@ -348,4 +471,70 @@ pub(crate) fn spawn(
         events: reader.into_stream(),
         closer: super::Closer::Process(process),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StderrTail;
+
+    fn push(tail: &StderrTail, from: usize, to: usize, what: &str) {
+        for i in from..=to {
+            tail.push(format!("{what} {i}"));
+        }
+    }
+
+    #[test]
+    fn the_tail_keeps_the_first_lines_and_the_last_and_counts_the_rest() {
+        let tail = StderrTail::new(8); // 2 first, 6 last
+        push(&tail, 1, 20, "line");
+        assert_eq!(
+            tail.lines(),
+            [
+                "line 1",
+                "line 2",
+                "[12 stderr lines not kept]",
+                "line 15",
+                "line 16",
+                "line 17",
+                "line 18",
+                "line 19",
+                "line 20"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_answers_a_probe_is_left_out_or_kept_as_the_opening_ends() {
+        let tail = StderrTail::new(8);
+        push(&tail, 1, 3, "start");
+        tail.hold();
+        push(&tail, 1, 94, "noise");
+        tail.release(false);
+        push(&tail, 1, 1, "last words");
+        assert_eq!(
+            tail.lines(),
+            [
+                "start 1",
+                "start 2",
+                "start 3",
+                "[94 stderr lines written in answer to our server/discover probe left out; they are in the log]",
+                "last words 1"
+            ]
+        );
+
+        // A modern answer (or a failed opening): the lines stay, bounded like any others.
+        let tail = StderrTail::new(8);
+        push(&tail, 1, 2, "start");
+        tail.hold();
+        push(&tail, 1, 10, "said");
+        assert!(
+            tail.lines().contains(&"said 10".to_owned()),
+            "held lines show while held"
+        );
+        tail.release(true);
+        let lines = tail.lines();
+        assert_eq!(lines[2], "[4 stderr lines not kept]");
+        assert_eq!(lines.last().map(String::as_str), Some("said 10"));
+        assert_eq!(lines.len(), 9);
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::bearer::Bearer;
 use super::canned::{Canned, Target};
 use super::era::Era;
 use super::state::{lock, Shared};
@@ -163,6 +164,14 @@ impl Faults {
     pub fn confirm_state_only(&self, answers: usize) {
         lock(&self.0.faults).confirm_state_only = answers;
     }
+
+    // ---- authorization ----
+
+    /// Makes `/mcp` an OAuth protected resource whose tokens `bearer` checks (`None`: open, the
+    /// default); see `bearer`.
+    pub fn require_bearer(&self, bearer: Option<Bearer>) {
+        lock(&self.0.faults).bearer = bearer;
+    }
 }
 
 pub(super) struct FaultState {
@@ -186,4 +195,5 @@ pub(super) struct FaultState {
     pub(super) listen_lifetime_ms: Option<u64>,
     pub(super) confirm_rounds: usize,
     pub(super) confirm_state_only: usize,
+    pub(super) bearer: Option<Bearer>,
 }

@@ -8,6 +8,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::bearer;
 use super::canned::{self, Target};
 use super::era::{self, Era};
 use super::modern;
@@ -102,6 +103,9 @@ pub(super) fn check_session(
 // ---- handlers ----
 
 pub(super) async fn post(req: HttpRequest, body: Bytes, state: web::Data<Shared>) -> HttpResponse {
+    if let Some(refused) = bearer::refuse(&state, &req) {
+        return refused;
+    }
     let delay = lock(&state.faults).delay_ms;
     let response = handle_post(&req, &body, state.into_inner()).await;
     if delay > 0 {
@@ -261,6 +265,9 @@ fn modern_head(state: &Shared, req: &HttpRequest) -> (bool, bool) {
 }
 
 pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpResponse {
+    if let Some(refused) = bearer::refuse(&state, &req) {
+        return refused;
+    }
     let state = state.into_inner();
     let (modern, refused) = modern_head(&state, &req);
     state.see(&req, None, modern);
@@ -325,6 +332,9 @@ pub(super) async fn get(req: HttpRequest, state: web::Data<Shared>) -> HttpRespo
 }
 
 pub(super) async fn delete(req: HttpRequest, state: web::Data<Shared>) -> HttpResponse {
+    if let Some(refused) = bearer::refuse(&state, &req) {
+        return refused;
+    }
     lock(&state.counters).deletes += 1;
     let (modern, refused) = modern_head(&state, &req);
     state.see(&req, None, modern);

@@ -43,9 +43,11 @@
 //! `tools`, the tools and resources; `faults` and `stats`, the switches and counters tests use;
 //! `canned`, the hostile switch that answers anything with any status, headers and body; and
 //! for the modern era, `era` (the switch and the classification), `headers` (the header rules),
-//! `modern` (the service), `modern_tools`, `listen` and `mrtr`.
+//! `modern` (the service), `modern_tools`, `listen` and `mrtr`; and `bearer`, the optional OAuth
+//! gate in front of `/mcp` (its tokens checked with the in-tree authorization server).
 #![allow(dead_code)]
 
+mod bearer;
 mod canned;
 mod era;
 mod faults;
@@ -65,6 +67,8 @@ use std::sync::Arc;
 use actix_web::dev::{ServerHandle, Service as _};
 use actix_web::{web, App, HttpServer};
 
+#[allow(unused_imports)] // Only the soak protects the server with OAuth.
+pub use bearer::Bearer;
 #[allow(unused_imports)] // Not every test binary uses the hostile switches.
 pub use canned::{Body, Canned, Target};
 #[allow(unused_imports)] // Not every test binary speaks the modern era.
@@ -145,6 +149,7 @@ impl TestHttpServer {
                         .route(web::get().to(get))
                         .route(web::delete().to(delete)),
                 )
+                .route(bearer::METADATA_PATH, web::get().to(bearer::metadata))
         })
         .workers(1)
         .disable_signals()

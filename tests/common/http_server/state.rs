@@ -94,6 +94,7 @@ impl Shared {
                 listen_lifetime_ms: None,
                 confirm_rounds: 1,
                 confirm_state_only: 0,
+                bearer: None,
             }),
             counters: Mutex::default(),
             sessions: Mutex::default(),

@@ -196,6 +196,11 @@ impl Stats {
         lock(&self.0.listens).opened
     }
 
+    /// Requests refused `401` for want of a live bearer token ([`super::Faults::require_bearer`]).
+    pub fn unauthorized(&self) -> usize {
+        lock(&self.0.counters).unauthorized
+    }
+
     /// Every `tools/call confirm` round the server answered, oldest first.
     pub fn rounds(&self) -> Vec<Round> {
         lock(&self.0.counters).rounds.clone()
@@ -219,4 +224,5 @@ pub(super) struct Counters {
     pub(super) modern_posts: usize,
     pub(super) rejected: HashMap<i64, usize>,
     pub(super) rounds: Vec<Round>,
+    pub(super) unauthorized: usize,
 }

@@ -95,7 +95,9 @@ pub(super) async fn token(
             st.counts.dpop_token_proofs += 1;
         }
     }
-    if form.get("resource").map(String::as_str) != Some(&format!("{}/mcp", shared.origin())) {
+    let resource = form.get("resource").map(String::as_str);
+    let own = format!("{}/mcp", shared.origin());
+    if resource.is_none_or(|r| r != own && !st.other_resources.contains(r)) {
         return oauth_error("invalid_target");
     }
     let grant = form.get("grant_type").cloned().unwrap_or_default();

@@ -103,6 +103,8 @@ struct State {
     token_fault: Option<(String, TokenFault)>,
     /// Appended to every access token issued.
     access_token_suffix: String,
+    /// The resources of other origins tokens are issued for ([`OAuthServer::protect`]).
+    other_resources: HashSet<String>,
 }
 
 /// How the token endpoint fails.
@@ -208,6 +210,19 @@ impl OAuthServer {
 
     pub fn expire_access_tokens(&self) {
         self.shared.lock().access.clear();
+    }
+
+    /// Issues tokens for `resource` too (an MCP server of another origin, RFC 8707), and gives
+    /// that server the check of a token: whether it is one of this server's live access tokens
+    /// (`http_server::Bearer`). DPoP-bound tokens count as live too; checking their proofs is
+    /// this server's own `/mcp`'s business.
+    pub fn protect(&self, resource: &str) -> std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync> {
+        self.shared
+            .lock()
+            .other_resources
+            .insert(resource.to_owned());
+        let shared = self.shared.clone();
+        std::sync::Arc::new(move |token: &str| shared.lock().access.contains_key(token))
     }
 
     /// Refresh requests fail with `invalid_grant`.

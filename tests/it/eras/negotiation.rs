@@ -186,3 +186,68 @@ async fn a_fresh_discovery_is_reused_on_reconnect() {
         event_log(&path(&dir), "stale")
     );
 }
+
+/// The era does not depend on how fast a server starts: a dual-era stdio server that takes
+/// longer than `ping_timeout` to read its stdin is still spoken to the modern way (it had not
+/// read the probe: it was starting), and a session-era one is met in its era.
+#[actix::test]
+async fn a_server_slower_to_start_than_the_probe_waits_gets_the_same_era() {
+    let dir = tempdir();
+    let slow = |era, name| demo_in(era, name, &path(&dir)).env("DEMO_SLOW_START_MS", "1200");
+    let servers = [slow("dual", "slow-dual"), slow("legacy", "slow-legacy")];
+    let (sup, events) = start_supervisor(quick_settings(), servers); // ping_timeout 500 ms
+    events.ready("slow-dual", 1).await;
+    events.ready("slow-legacy", 1).await;
+    assert_eq!(era_of(&sup, "slow-dual").await.0, Era::Modern);
+    assert_eq!(era_of(&sup, "slow-legacy").await.0, Era::Legacy);
+    for name in ["slow-dual", "slow-legacy"] {
+        let echo = CallTool::new(name, "echo", json!({"text": name}));
+        let result = sup.send(echo).await.unwrap().expect("an answer");
+        assert_eq!(text_of(&result), name);
+        assert_eq!(status(&sup, name).await.counters.reconnects, 0, "{name}");
+    }
+}
+
+/// A server that reads the probe and does not answer it (older Python SDKs log a validation
+/// error instead) is met in the session era within `ping_timeout`; what it wrote to stderr in
+/// answer to the probe is left out of the stderr tail, which still shows what explains a later
+/// failure: its start-up lines and its last words.
+#[actix::test]
+async fn the_stderr_tail_keeps_what_explains_a_failure_not_the_probes_noise() {
+    let dir = tempdir();
+    let noisy = demo_in("legacy", "noisy", &path(&dir))
+        .env("DEMO_STDERR_LINES", "3")
+        .env("DEMO_PROBE_NOISE", "94")
+        .env("DEMO_CRASH_AFTER_CALLS", "0");
+    let mut settings = quick_settings();
+    settings.max_connect_retries = 0;
+    let (sup, events) = start_supervisor(settings, [noisy]);
+    events.ready("noisy", 1).await;
+    assert_eq!(era_of(&sup, "noisy").await.0, Era::Legacy);
+    let crashed = sup
+        .send(CallTool::new("noisy", "echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert!(crashed.is_err(), "the server crashes on its first call");
+    events.state("noisy", "reconnecting", 1).await;
+    let error = status(&sup, "noisy").await.last_error.expect("the crash");
+    let tail = error.stderr_tail();
+    assert!(
+        tail.iter().any(|l| l.contains("demo stderr line 1")),
+        "the start-up lines are kept: {tail:#?}"
+    );
+    assert!(
+        tail.iter().any(|l| l.contains("crashing as asked")),
+        "and its last words: {tail:#?}"
+    );
+    assert!(
+        tail.iter()
+            .any(|l| l.contains("stderr lines written in answer to our server/discover probe")),
+        "the noise is counted, not kept: {tail:#?}"
+    );
+    let noise = tail
+        .iter()
+        .filter(|l| l.contains("validation error"))
+        .count();
+    assert!(noise <= 1, "{tail:#?}");
+}

@@ -1,19 +1,22 @@
 //! What happens while a connection is being made: notifications the server sends before the
-//! handshake is over, and subscriptions the application makes meanwhile. Neither is lost.
+//! handshake is over, and subscriptions the application makes meanwhile. Neither is lost. In
+//! the 2026-07-28 revision the subscriptions travel in the listen stream, which is opened once
+//! the connection is Ready: the same promises hold.
 
 use std::time::Duration;
 
 use mcp_supervisor::Subscribe;
 use serde_json::json;
 
+use super::{opening, subscribing};
 use crate::common::*;
+use crate::in_both_eras;
 
 /// A `resources/updated` sent right after the handshake's re-subscribe (before the connection
 /// is handed to the actor) used to be dropped as "ignored during handshake".
-#[actix::test]
 async fn a_notification_during_the_handshake_reaches_subscribers() {
     let script = json!({"rules": [
-        {"method": "resources/subscribe", "do": [
+        {"method": subscribing(), "do": [
             {"default": true},
             {"notify": "notifications/resources/updated", "params": {"uri": "demo://x"}}
         ]},
@@ -45,11 +48,10 @@ async fn a_notification_during_the_handshake_reaches_subscribers() {
 
 /// A `Subscribe` made while the first handshake runs was kept but never sent: the handshake
 /// had already taken its copy of the set. It is sent once the handshake is done.
-#[actix::test]
 async fn a_subscription_made_during_a_handshake_is_sent_after_it() {
     let script = json!({"rules": [
-        {"method": "initialize", "do": [{"sleep_ms": 300}, {"default": true}]},
-        {"method": "resources/subscribe", "do": [
+        {"method": opening(), "do": [{"sleep_ms": 300}, {"default": true}]},
+        {"method": subscribing(), "do": [
             {"default": true},
             {"notify": "notifications/resources/updated", "params": {"uri": "demo://late"}}
         ]}
@@ -67,3 +69,8 @@ async fn a_subscription_made_during_a_handshake_is_sent_after_it() {
         .await;
     assert_eq!(status(&sup, "late").await.subscriptions, ["demo://late"]);
 }
+
+in_both_eras!(
+    a_notification_during_the_handshake_reaches_subscribers,
+    a_subscription_made_during_a_handshake_is_sent_after_it,
+);

@@ -7,11 +7,11 @@ use mcp_supervisor::{Call, CallTool, GetStatus};
 use serde_json::json;
 
 use crate::common::*;
+use crate::in_both_eras;
 
 /// Defect 1: a `tools/list` answer sent twice during start-up must not be taken for the answer
 /// to the application's first call. One id sequence per connection makes that impossible: the
 /// handshake's ids are never used again.
-#[actix::test]
 async fn a_late_duplicate_of_a_handshake_answer_reaches_no_call() {
     let script = json!({"rules": [
         // The duplicate of the tools/list answer comes 300 ms late, while our first call is in
@@ -41,8 +41,11 @@ async fn a_late_duplicate_of_a_handshake_answer_reaches_no_call() {
     assert_eq!(text_of(&typed), "{\"n\":2}");
 
     let status = sup.send(GetStatus::server("dup")).await.unwrap().unwrap();
+    assert_eq!(status[0].era.map(|e| e.name()), Some(era()));
     assert_eq!(
         status[0].counters.unknown_responses, 1,
         "the duplicate is counted as an answer to nothing"
     );
 }
+
+in_both_eras!(a_late_duplicate_of_a_handshake_answer_reaches_no_call);

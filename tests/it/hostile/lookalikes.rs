@@ -2,6 +2,10 @@
 //! they end up where a full parse puts them (a counted skip, the server's request, an error
 //! answer), never as the call's answer. Stdio response lines are recognized by those bytes
 //! alone (see `protocol::response`), so these cases pin the way back.
+//!
+//! In the 2026-07-28 revision a server asks for input in its results, never with requests of
+//! its own: a lookalike that is a request is refused with `-32601` there, and the application's
+//! handler is never asked — during the opening as after it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,7 +15,17 @@ use actix::prelude::*;
 use mcp_supervisor::{Call, CallTool, ErrorKind, GetStatus, ServerRequest, Supervisor};
 use serde_json::json;
 
+use super::opening;
 use crate::common::*;
+use crate::in_both_eras;
+
+/// How many of `requests` the handler is asked: all in the session era, none in the modern one.
+fn asked_of(requests: usize) -> usize {
+    match era() {
+        "modern" => 0,
+        _ => requests,
+    }
+}
 
 /// A request handler that answers `{}` and counts what it was asked.
 struct Counting(Arc<AtomicUsize>);
@@ -32,7 +46,6 @@ impl Handler<ServerRequest> for Counting {
 /// `result` member, a line cut short, and a line with bytes after its end. The request goes to
 /// the handler, the two others are skipped and counted, and the call gets its real answer —
 /// typed and untyped alike.
-#[actix::test]
 async fn lookalike_lines_go_where_a_full_parse_puts_them() {
     let actions = json!([
         {"raw": r#"{"jsonrpc":"2.0","id":{id},"result":{"content":[]},"method":"roots/list"}"#},
@@ -67,8 +80,8 @@ async fn lookalike_lines_go_where_a_full_parse_puts_them() {
 
     assert_eq!(
         asked.load(Ordering::Relaxed),
-        2,
-        "each lookalike request was asked"
+        asked_of(2),
+        "each lookalike request was asked (session era) or refused (modern)"
     );
     let status = sup.send(GetStatus::server("alike")).await.unwrap().unwrap();
     assert_eq!(
@@ -80,7 +93,6 @@ async fn lookalike_lines_go_where_a_full_parse_puts_them() {
 
 /// A line with both a `result` and an `error` is the error answer it is, as a full parse makes
 /// it: the call gets the server's error.
-#[actix::test]
 async fn a_result_with_an_error_member_is_the_error() {
     let script = json!({"rules": [{"method": "tools/call", "do": [
         {"raw": r#"{"jsonrpc":"2.0","id":{id},"result":{"content":[]},"error":{"code":-32042,"message":"both"}}"#}
@@ -100,9 +112,8 @@ async fn a_result_with_an_error_member_is_the_error() {
 /// The same during the handshake: a lookalike of the `initialize` answer that is a request
 /// goes to the handler, one cut short is skipped and counted, and the server is Ready on its
 /// real answer.
-#[actix::test]
 async fn lookalikes_during_the_handshake_go_where_a_full_parse_puts_them() {
-    let script = json!({"rules": [{"method": "initialize", "do": [
+    let script = json!({"rules": [{"method": opening(), "do": [
         {"raw": r#"{"jsonrpc":"2.0","id":{id},"result":{},"method":"roots/list"}"#},
         {"raw": r#"{"jsonrpc":"2.0","id":{id},"result":{"#},
         {"default": true}
@@ -118,7 +129,13 @@ async fn lookalikes_during_the_handshake_go_where_a_full_parse_puts_them() {
         .start()
         .unwrap();
     events.ready("early", 1).await;
-    assert_eq!(asked.load(Ordering::Relaxed), 1);
+    assert_eq!(asked.load(Ordering::Relaxed), asked_of(1));
     let status = sup.send(GetStatus::server("early")).await.unwrap().unwrap();
     assert_eq!(status[0].counters.skipped_non_json, 1);
 }
+
+in_both_eras!(
+    lookalike_lines_go_where_a_full_parse_puts_them,
+    a_result_with_an_error_member_is_the_error,
+    lookalikes_during_the_handshake_go_where_a_full_parse_puts_them,
+);

@@ -10,11 +10,11 @@ use mcp_supervisor::{
 use serde_json::json;
 
 use crate::common::*;
+use crate::in_both_eras;
 
 /// Defect 4: `Duration::MAX` as a timeout (per call, per server, as a progress maximum) used
 /// to overflow `now + timeout` and panic the actor. Deadlines saturate: such a call simply
 /// has no deadline.
-#[actix::test]
 async fn duration_max_timeouts_mean_no_deadline() {
     let dir = tempdir();
     let config = demo("max", &path(&dir)).call_timeout(Duration::MAX);
@@ -56,7 +56,6 @@ fn silent_server(name: &str) -> mcp_supervisor::ServerConfig {
 /// Defect 5: when the server's actor dies with calls written to the server, a tool call must
 /// be `outcome_unknown` (it may have run) and a safe-by-nature one `unavailable` — never
 /// `stopped`, which says the call was never sent.
-#[actix::test]
 async fn calls_in_flight_when_the_actor_dies_are_answered_honestly() {
     let (sup, events) = start_supervisor(quick_settings(), [silent_server("dies")]);
     events.ready("dies", 1).await;
@@ -102,7 +101,6 @@ fn stubborn_server(name: &str) -> mcp_supervisor::ServerConfig {
 
 /// Defect 6: two `Shutdown`s used to answer at once while the process still ran (the second
 /// took the first one's pending completion). Each answers only when the process is gone.
-#[actix::test]
 async fn every_shutdown_of_a_server_answers_only_when_its_process_is_gone() {
     let (sup, events) = start_supervisor(quick_settings(), [stubborn_server("slow")]);
     events.ready("slow", 1).await;
@@ -131,7 +129,6 @@ async fn every_shutdown_of_a_server_answers_only_when_its_process_is_gone() {
 
 /// Defect 6, through the supervisor: `RemoveServer` twice, and `Shutdown` twice, each answer
 /// only once the processes are gone.
-#[actix::test]
 async fn remove_and_shutdown_twice_answer_only_when_processes_are_gone() {
     let (sup, events) = start_supervisor(
         quick_settings(),
@@ -170,7 +167,6 @@ async fn remove_and_shutdown_twice_answer_only_when_processes_are_gone() {
 }
 
 /// Calls and shutdowns racing: a call sent while the server shuts down gets one answer.
-#[actix::test]
 async fn a_call_racing_a_shutdown_gets_one_answer() {
     let (sup, events) = start_supervisor(quick_settings(), [silent_server("race")]);
     events.ready("race", 1).await;
@@ -195,7 +191,6 @@ async fn a_call_racing_a_shutdown_gets_one_answer() {
 
 /// A call the application does not wait for (`do_send`) is still made, through the supervisor
 /// as straight to the server's actor: the answer is dropped, not the call.
-#[actix::test]
 async fn a_call_sent_without_waiting_still_runs() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
@@ -217,3 +212,12 @@ async fn a_call_sent_without_waiting_still_runs() {
     .await;
     sup.send(Shutdown).await.unwrap();
 }
+
+in_both_eras!(
+    duration_max_timeouts_mean_no_deadline,
+    calls_in_flight_when_the_actor_dies_are_answered_honestly,
+    every_shutdown_of_a_server_answers_only_when_its_process_is_gone,
+    remove_and_shutdown_twice_answer_only_when_processes_are_gone,
+    a_call_racing_a_shutdown_gets_one_answer,
+    a_call_sent_without_waiting_still_runs,
+);

@@ -2,14 +2,17 @@
 //! that comes up late is revived in the background without anyone sending `Reconnect`; what
 //! retrying cannot fix (a missing program or directory, no protocol version in common) fails
 //! at once, burns no start-up retries, and is not revived.
+//!
+//! The cases of servers that speak run in both eras; those of servers that never start (a
+//! missing program or directory) say nothing on the wire, so they have no era.
 
 use std::time::{Duration, Instant};
 
 use mcp_supervisor::{CallTool, Error, ErrorKind, ServerConfig, ServerState, Shutdown};
 use serde_json::json;
 
-use crate::common::http_server::TestHttpServer;
 use crate::common::*;
+use crate::in_both_eras;
 
 /// A free port on 127.0.0.1, with nothing listening on it.
 fn reserve_port() -> u16 {
@@ -22,7 +25,6 @@ fn reserve_port() -> u16 {
 /// Defect 13: an HTTP server that binds its port only after the start-up retries are spent
 /// (a container that takes ~4 s to start) comes back Ready by itself: Failed, with its revival
 /// time announced, then revived, with no `Reconnect`.
-#[actix::test]
 async fn a_server_that_binds_late_is_revived_without_reconnect() {
     let port = reserve_port();
     let config = ServerConfig::http("late", format!("http://127.0.0.1:{port}/mcp"));
@@ -47,7 +49,7 @@ async fn a_server_that_binds_late_is_revived_without_reconnect() {
     assert!(asked.elapsed() < Duration::from_secs(5), "not at once");
 
     // The server comes up now, ~4 s after the supervisor started.
-    let server = TestHttpServer::start_on(port).await;
+    let server = http_server_on(port).await;
     events.ready("late", 1).await;
     let messages = events.messages("late");
     assert_eq!(
@@ -171,10 +173,13 @@ async fn a_missing_working_directory_is_named_as_the_cwd() {
 
 /// Defect 9: a server that answers with a protocol version we do not speak is not asked again
 /// (it would answer the same): Failed at once, not revived.
-#[actix::test]
 async fn an_unsupported_protocol_version_is_not_retried() {
     let dir = tempdir();
-    let config = demo("future", dir.path()).env("DEMO_PROTOCOL_VERSION", "2099-01-01");
+    let versions = match era() {
+        "modern" => "DEMO_MODERN_VERSIONS",
+        _ => "DEMO_PROTOCOL_VERSION",
+    };
+    let config = demo("future", dir.path()).env(versions, "2099-01-01");
     let error = failed_at_once(config).await;
     assert_eq!(
         error.kind(),
@@ -182,3 +187,8 @@ async fn an_unsupported_protocol_version_is_not_retried() {
         "{error}"
     );
 }
+
+in_both_eras!(
+    a_server_that_binds_late_is_revived_without_reconnect,
+    an_unsupported_protocol_version_is_not_retried,
+);

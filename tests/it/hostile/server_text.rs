@@ -15,8 +15,10 @@ use std::time::Duration;
 use mcp_supervisor::{Call, ErrorKind, ServerConfig, Settings, Shutdown};
 use serde_json::json;
 
+use super::{opening, opening_result};
 use crate::common::logs::set_thread_default;
 use crate::common::*;
+use crate::in_both_eras;
 
 /// The timestamp the forgeries use: no line of ours starts with it.
 const FORGED: &str = "2026-12-01T00:00:00Z";
@@ -103,7 +105,6 @@ async fn logged(logs: &Logs, needle: &str) -> String {
 /// Defect 8: an `id: null` error's message, a server request's method, a non-JSON stdout line
 /// and a notification's params were logged raw, so that `\n` forged whole records (with the
 /// level and timestamp of the server's choosing) and `\r` or a bidi override rewrote the line.
-#[actix::test]
 async fn server_text_cannot_forge_log_lines() {
     let (logs, _guard) = capture();
     let forged = format!("bad\n{FORGED} ERROR forged: pwned\r\u{1b}[2K\u{202e}");
@@ -129,7 +130,13 @@ async fn server_text_cannot_forge_log_lines() {
     .timeout(Duration::from_secs(10));
     sup.send(call).await.unwrap().expect("the echo");
     let warn = logged(&logs, "could not attribute").await;
-    logged(&logs, "server request without a handler").await;
+    // A server request goes to the handler (here: none) in the session era; the modern one
+    // has none, and refuses it at once.
+    let refused = match era() {
+        "modern" => "a modern server sent a request; refused",
+        _ => "server request without a handler",
+    };
+    logged(&logs, refused).await;
     logged(&logs, "not JSON-RPC").await;
     logged(&logs, "server log message").await;
     logged(&logs, "forged stderr").await;
@@ -141,24 +148,27 @@ async fn server_text_cannot_forge_log_lines() {
     sup.send(Shutdown).await.unwrap();
 }
 
-/// `partial` actions that write `{"jsonrpc":"2.0","id":ID,"result":{"protocolVersion":"` +
-/// `kib` KiB of `9` + the rest of an initialize result: too big for the script's environment
-/// variable, so the server writes it in pieces.
+/// `partial` actions that write the opening's result (see [`opening_result`]) with `kib` KiB
+/// of `9` where its protocol version goes: too big for the script's environment variable, so
+/// the server writes it in pieces.
 fn huge_version_reply(kib: usize) -> serde_json::Value {
+    const MARK: &str = "@VERSION@";
+    let result = json!({"jsonrpc": "2.0", "id": 0, "result": opening_result(MARK)}).to_string();
+    let (before, after) = result.split_once(MARK).expect("the mark is in the result");
+    let before = before.replacen("\"id\":0", "\"id\":{id}", 1);
     json!([
-        {"partial": "{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{\"protocolVersion\":\""},
+        {"partial": before},
         {"repeat": kib, "do": [{"partial": "9".repeat(1024)}]},
-        {"raw": "\",\"capabilities\":{},\"serverInfo\":{\"name\":\"x\",\"version\":\"1\"}}}"}
+        {"raw": after}
     ])
 }
 
 /// Defect 9 (server text unbounded): a 1 MiB `protocolVersion` was copied whole into
 /// `last_error`, the `StateChanged` message and the WARN lines. Each keeps a bounded part,
 /// with a note of what was cut.
-#[actix::test]
 async fn a_megabyte_protocol_version_is_kept_and_shown_bounded() {
     let (logs, _guard) = capture();
-    let script = json!({"rules": [{"method": "initialize", "do": huge_version_reply(1024)}]});
+    let script = json!({"rules": [{"method": opening(), "do": huge_version_reply(1024)}]});
     let mut settings = quick_settings();
     settings.max_connect_retries = 0;
     let (sup, events) = start_supervisor(settings, [hostile("huge", script)]);
@@ -182,7 +192,6 @@ async fn a_megabyte_protocol_version_is_kept_and_shown_bounded() {
 }
 
 /// A JSON-RPC error answer of a megabyte reaches its caller bounded.
-#[actix::test]
 async fn a_megabyte_error_message_reaches_the_caller_bounded() {
     let (logs, _guard) = capture();
     let script = json!({"rules": [{"method": "tools/call", "do": [
@@ -213,7 +222,6 @@ async fn a_megabyte_error_message_reaches_the_caller_bounded() {
 /// ANSI escapes, carriage returns, bidi overrides and a 60 KiB line on stderr: the stderr
 /// tail attached to the error of the process's end holds each line escaped and bounded, and the
 /// log's one WARN per state change stays one line, the tail in a field of its own.
-#[actix::test]
 async fn stderr_is_escaped_and_bounded_in_errors_and_logs() {
     let (logs, _guard) = capture();
     let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
@@ -297,7 +305,16 @@ async fn refusing_server(
     (format!("http://127.0.0.1:{port}/mcp"), handle)
 }
 
-/// HTTP error bodies and `WWW-Authenticate` headers are server text too.
+in_both_eras!(
+    server_text_cannot_forge_log_lines,
+    a_megabyte_protocol_version_is_kept_and_shown_bounded,
+    a_megabyte_error_message_reaches_the_caller_bounded,
+    stderr_is_escaped_and_bounded_in_errors_and_logs,
+);
+
+/// HTTP error bodies and `WWW-Authenticate` headers are server text too. One run covers both
+/// eras' openings: the servers answer every request alike, so the `server/discover` probe is
+/// refused first and the `initialize` after it.
 #[actix::test]
 async fn http_error_bodies_and_auth_headers_cannot_forge_log_lines() {
     let (logs, _guard) = capture();

@@ -3,6 +3,9 @@
 //! us with requests while it does not read at all. Reading the server's stdout never waits for
 //! its stdin (that would deadlock with the first), and what waits for its stdin is bounded
 //! (the second would grow it without end).
+//!
+//! Both eras: a server of the 2026-07-28 revision may not send requests of its own, but one
+//! that does gets a refusal for each, which is an answer like any other.
 
 use std::time::Duration;
 
@@ -11,12 +14,12 @@ use mcp_supervisor::{CallTool, Shutdown};
 use serde_json::json;
 
 use crate::common::*;
+use crate::in_both_eras;
 
 /// Issue 22, item 9 (a): a server writes a burst of pings of its own before it reads its stdin
 /// again, while our calls fill that stdin. Reading stopped while answers waited for stdin, so
 /// the server blocked on its stdout, never read on, and every call timed out (the liveness
 /// ping then failed and the process was killed). Reading now never waits on writing.
-#[actix::test]
 async fn a_server_that_writes_a_burst_before_it_reads_on_is_not_deadlocked() {
     // More pings than its stdout pipe holds (64 KiB), so the burst blocks unless we read.
     let script = json!({"rules": [{"method": "tools/call", "nth": 1, "do": [
@@ -49,7 +52,6 @@ async fn a_server_that_writes_a_burst_before_it_reads_on_is_not_deadlocked() {
 /// 100,000 answers waited in our memory behind it unseen. Now once 64 answers wait for its
 /// stdin, further answers are dropped (logged and counted). When it reads again it finds the
 /// bounded few, nowhere near 100,000.
-#[actix::test]
 async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
     let ping = json!({"request": "ping", "id": "p"});
     let answered = answers_to_a_flood("flood", ping).await;
@@ -60,7 +62,6 @@ async fn answers_to_a_server_that_floods_us_without_reading_are_bounded() {
 /// hands those out unparsed) and that the full parse finds are requests: they reach the
 /// session as responses, and its answer to them must be bounded too. A bound the reader kept
 /// missed these.
-#[actix::test]
 async fn answers_to_requests_that_look_like_responses_are_bounded_too() {
     // An id none of our requests has: the line answers no call of ours.
     let lookalike =
@@ -127,3 +128,9 @@ async fn answers_to_a_flood(name: &str, request: serde_json::Value) -> u64 {
     sup.send(Shutdown).await.unwrap();
     answered
 }
+
+in_both_eras!(
+    a_server_that_writes_a_burst_before_it_reads_on_is_not_deadlocked,
+    answers_to_a_server_that_floods_us_without_reading_are_bounded,
+    answers_to_requests_that_look_like_responses_are_bounded_too,
+);

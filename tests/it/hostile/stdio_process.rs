@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use mcp_supervisor::{CallTool, ErrorKind, Shutdown};
 use serde_json::json;
 
+use super::{opening, opening_result};
 use crate::common::*;
+use crate::in_both_eras;
 
 /// A mark no other test's processes carry.
 fn unique_mark(test: &str) -> String {
@@ -68,7 +70,6 @@ fn sweep(mark: &str) {
 /// stdout's EOF left the server `Ready` with a dead pid until a call timed out and a ping
 /// failed. The exit of the direct child ends the connection after a short drain: the call in
 /// flight is answered at once, the server reconnects, and the grandchild goes with its group.
-#[actix::test]
 async fn a_server_that_exits_while_a_grandchild_holds_its_stdout_is_noticed() {
     let mark = unique_mark("keep-stdout");
     let script = json!({"rules": [
@@ -135,7 +136,6 @@ async fn a_server_that_exits_while_a_grandchild_holds_its_stdout_is_noticed() {
 /// The same with a grandchild that floods the stdout it inherited: the drain ends on time even
 /// though stdout never runs dry (the reader looks at the drain's deadline after every line, not
 /// only when it waits), and the flood goes with its group.
-#[actix::test]
 async fn a_server_that_exits_while_a_grandchild_floods_its_stdout_is_noticed() {
     let mark = unique_mark("flood-stdout");
     let script = json!({"rules": [
@@ -173,7 +173,6 @@ async fn a_server_that_exits_while_a_grandchild_floods_its_stdout_is_noticed() {
 
 /// The drain after the server's exit delivers what it wrote before it died: an answer written
 /// just before `exit`, with a grandchild holding stdout, still reaches its call.
-#[actix::test]
 async fn the_answer_written_before_the_exit_is_still_delivered() {
     let mark = unique_mark("last-words");
     let script = json!({"rules": [
@@ -207,7 +206,6 @@ fn message_of(event: &mcp_supervisor::ServerEvent) -> String {
 /// Defect 3, second half: a grandchild that called `setsid()` is in no process group of ours,
 /// so signalling the group missed it and it survived `Shutdown` as an orphan. The server's
 /// tree is read before it is stopped, and what left the group is killed with it.
-#[actix::test]
 async fn shutdown_stops_a_grandchild_that_left_the_process_group() {
     let mark = unique_mark("setsid");
     let script = json!({"after_initialized": [{"grandchild": "setsid"}]});
@@ -228,15 +226,11 @@ async fn shutdown_stops_a_grandchild_that_left_the_process_group() {
 /// The same for a connection that is dropped rather than shut down: a handshake that fails
 /// while the server runs (here: a protocol version we do not speak) drops the process, and
 /// its setsid grandchild with it.
-#[actix::test]
 async fn a_failed_handshake_leaves_no_grandchild_that_left_the_group() {
     let mark = unique_mark("handshake");
     let script = json!({
         "on_start": [{"grandchild": "setsid"}, {"sleep_ms": 100}],
-        "rules": [{"method": "initialize", "do": [
-            {"reply": {"protocolVersion": "1999-01-01", "capabilities": {},
-                       "serverInfo": {"name": "old", "version": "0"}}}
-        ]}]
+        "rules": [{"method": opening(), "do": [{"reply": opening_result("1999-01-01")}]}]
     });
     let config = hostile("old", script).env("HOSTILE_MARK", &mark);
     let mut settings = quick_settings();
@@ -261,15 +255,11 @@ async fn a_failed_handshake_leaves_no_grandchild_that_left_the_group() {
 /// Defect 6's sibling: `Shutdown` right after a failed handshake used to answer while that
 /// attempt's process (and its setsid grandchild) were still being killed in the background.
 /// It answers once they are gone.
-#[actix::test]
 async fn shutdown_after_a_failed_handshake_waits_for_its_processes() {
     let mark = unique_mark("shutdown-after-failure");
     let script = json!({
         "on_start": [{"grandchild": "setsid"}, {"sleep_ms": 100}],
-        "rules": [{"method": "initialize", "do": [
-            {"reply": {"protocolVersion": "1999-01-01", "capabilities": {},
-                       "serverInfo": {"name": "old", "version": "0"}}}
-        ]}]
+        "rules": [{"method": opening(), "do": [{"reply": opening_result("1999-01-01")}]}]
     });
     let config = hostile("gone", script).env("HOSTILE_MARK", &mark);
     let (sup, events) = start_supervisor(quick_settings(), [config]);
@@ -282,3 +272,12 @@ async fn shutdown_after_a_failed_handshake_waits_for_its_processes() {
         "Shutdown answered while these ran: {left:?}"
     );
 }
+
+in_both_eras!(
+    a_server_that_exits_while_a_grandchild_holds_its_stdout_is_noticed,
+    a_server_that_exits_while_a_grandchild_floods_its_stdout_is_noticed,
+    the_answer_written_before_the_exit_is_still_delivered,
+    shutdown_stops_a_grandchild_that_left_the_process_group,
+    a_failed_handshake_leaves_no_grandchild_that_left_the_group,
+    shutdown_after_a_failed_handshake_waits_for_its_processes,
+);

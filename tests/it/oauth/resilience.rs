@@ -11,9 +11,9 @@ use mcp_supervisor::config::OAuthConfig;
 use mcp_supervisor::{ErrorKind, ServerConfig, ServerState};
 
 use super::headless::Headless;
-use crate::common::oauth_server::{OAuthServer, TokenFault, CLIENT_ID, CLIENT_SECRET};
 use super::{call, code_config, start, NAME};
 use crate::common;
+use crate::common::oauth_server::{OAuthServer, TokenFault, CLIENT_ID, CLIENT_SECRET};
 
 /// Refreshes tried for one refused request (`auth::provider::REFRESH_TRIES`).
 const REFRESH_TRIES: usize = 3;

@@ -9,9 +9,9 @@ use mcp_supervisor::auth::{IssuerBinding, MemoryTokenStore, TokenStore};
 use mcp_supervisor::config::OAuthConfig;
 use mcp_supervisor::{Error, ErrorKind, ServerConfig, ServerState};
 
-use crate::common::oauth_server::{OAuthServer, CLIENT_ID, CLIENT_SECRET};
 use super::{call, start, NAME};
 use crate::common;
+use crate::common::oauth_server::{OAuthServer, CLIENT_ID, CLIENT_SECRET};
 
 fn client_credentials(server: &OAuthServer) -> ServerConfig {
     ServerConfig::http(NAME, server.url())

@@ -1,6 +1,10 @@
 //! POST answers of the wrong kind — content types, encodings, empty or endless bodies, oversized
 //! headers —, answers to notifications, redirects and session ids: a typed error at once, or
 //! the call's deadline, never a hang; the session carries on.
+//!
+//! Each case runs in both eras but three: the 2026-07-28 revision sends no notifications over
+//! HTTP (no `notifications/initialized`; a call is cancelled by closing its stream), and it has
+//! no sessions, hence no session ids.
 
 use std::time::{Duration, Instant};
 
@@ -9,13 +13,15 @@ use mcp_supervisor::*;
 use super::*;
 use crate::common::http_server::{Body, Canned, Target, TestHttpServer};
 use crate::common::*;
+use crate::hostile::opening;
+use crate::in_both_eras;
 
 // ---- POST answers of the wrong kind: a typed error at once, never a hang ----
 
 /// A call answered with `canned` fails at once (well before its deadline) with `kind`, and the
 /// session carries on.
 async fn a_post_answer_fails_its_call_at_once(canned: Canned, kind: ErrorKind, says: &str) {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let (sup, _events) = start(&server).await;
     server.faults().canned(tools_call(), canned.times(1));
     let started = Instant::now();
@@ -32,11 +38,14 @@ async fn a_post_answer_fails_its_call_at_once(canned: Canned, kind: ErrorKind, s
         .unwrap()
         .expect("the session carries on");
     assert_eq!(text_of(&ok), "after");
-    assert_eq!(server.stats().posts("initialize"), 1);
+    assert_eq!(
+        server.stats().posts(opening()),
+        1,
+        "the connection was kept"
+    );
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn a_post_answered_with_html_is_an_invalid_response() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200)
@@ -48,7 +57,6 @@ async fn a_post_answered_with_html_is_an_invalid_response() {
     .await;
 }
 
-#[actix::test]
 async fn a_post_answered_with_an_empty_body_is_an_invalid_response() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200).header("content-type", "application/json"),
@@ -58,7 +66,6 @@ async fn a_post_answered_with_an_empty_body_is_an_invalid_response() {
     .await;
 }
 
-#[actix::test]
 async fn a_post_answered_with_json_that_is_not_json_rpc_is_an_invalid_response() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200)
@@ -70,7 +77,6 @@ async fn a_post_answered_with_json_that_is_not_json_rpc_is_an_invalid_response()
     .await;
 }
 
-#[actix::test]
 async fn a_compressed_post_answer_is_refused_not_misread() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200)
@@ -83,7 +89,6 @@ async fn a_compressed_post_answer_is_refused_not_misread() {
     .await;
 }
 
-#[actix::test]
 async fn a_json_body_that_never_ends_is_cut_at_max_message_bytes() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200)
@@ -95,7 +100,6 @@ async fn a_json_body_that_never_ends_is_cut_at_max_message_bytes() {
     .await;
 }
 
-#[actix::test]
 async fn a_post_answer_with_an_oversized_header_fails_only_its_call() {
     // The answer's head cannot be parsed: the exchange failed after the request was sent, so
     // the tool may have run (the canned answer ran nothing, but we cannot know that).
@@ -112,9 +116,8 @@ async fn a_post_answer_with_an_oversized_header_fails_only_its_call() {
 
 /// Media types are case-insensitive and may carry parameters: an SSE answer in mixed case with a
 /// charset is an SSE answer (it used to be read as JSON and fail).
-#[actix::test]
 async fn content_types_in_mixed_case_and_with_a_charset_are_understood() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let (sup, _events) = start(&server).await;
     for content_type in [
         "Text/Event-Stream; charset=UTF-8",
@@ -149,6 +152,9 @@ async fn content_types_in_mixed_case_and_with_a_charset_are_understood() {
 
 /// A request answered 202 (the spec wants JSON or SSE) has its answer nowhere: the call times
 /// out at its deadline, it does not hang.
+///
+/// (Session era only: a 202 leaves room for the answer on the GET stream. The modern era has
+/// none, and fails the call at once: see the next case.)
 #[actix::test]
 async fn a_request_answered_202_times_out_at_its_deadline() {
     let server = TestHttpServer::start().await;
@@ -164,11 +170,25 @@ async fn a_request_answered_202_times_out_at_its_deadline() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// The modern counterpart: every request is answered on its own POST, so a 202 says the answer
+/// will never come, and the call fails at once.
+#[actix::test]
+async fn a_request_answered_202_fails_at_once_in_the_modern_era() {
+    with_era(
+        "modern",
+        a_post_answer_fails_its_call_at_once(
+            Canned::status(202),
+            ErrorKind::InvalidResponse,
+            "202 Accepted",
+        ),
+    )
+    .await;
+}
+
 /// An SSE event longer than `max_message_bytes` is skipped and counted; the response after it
 /// still answers the call.
-#[actix::test]
 async fn an_sse_event_over_max_message_bytes_is_skipped_and_counted() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let mut settings = quick_settings();
     settings.max_message_bytes = 64 * 1024;
     let (sup, events) = start_supervisor(settings, [web(&server)]);
@@ -195,9 +215,8 @@ async fn an_sse_event_over_max_message_bytes_is_skipped_and_counted() {
 }
 
 /// Bodies that trickle or never end are bounded by the call's deadline.
-#[actix::test]
 async fn slow_and_endless_bodies_end_at_the_calls_deadline() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let (sup, _events) = start(&server).await;
     let bodies = [
         // A JSON answer, one byte every 100 ms.
@@ -276,9 +295,8 @@ async fn an_sse_answer_to_a_notification_is_dropped() {
 
 // ---- redirects: never followed, so our credentials stay with the configured origin ----
 
-#[actix::test]
 async fn a_redirected_call_is_refused_and_nothing_reaches_the_other_origin() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let elsewhere = TestHttpServer::start().await;
     let (sup, _events) = start(&server).await;
     server.faults().canned(
@@ -306,12 +324,11 @@ async fn a_redirected_call_is_refused_and_nothing_reaches_the_other_origin() {
     sup.send(Shutdown).await.unwrap();
 }
 
-#[actix::test]
 async fn a_redirected_initialize_fails_the_start_up_with_the_reason() {
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let elsewhere = TestHttpServer::start().await;
     server.faults().canned(
-        Target::Post("initialize".into()),
+        Target::Post(opening().into()),
         Canned::status(308).header("location", elsewhere.url()),
     );
     let (sup, events) = start_supervisor(quick_settings(), [web(&server).max_connect_retries(0)]);
@@ -322,6 +339,20 @@ async fn a_redirected_initialize_fails_the_start_up_with_the_reason() {
     assert_eq!(elsewhere.stats().requests(), 0);
     sup.send(Shutdown).await.unwrap();
 }
+
+in_both_eras!(
+    a_post_answered_with_html_is_an_invalid_response,
+    a_post_answered_with_an_empty_body_is_an_invalid_response,
+    a_post_answered_with_json_that_is_not_json_rpc_is_an_invalid_response,
+    a_compressed_post_answer_is_refused_not_misread,
+    a_json_body_that_never_ends_is_cut_at_max_message_bytes,
+    a_post_answer_with_an_oversized_header_fails_only_its_call,
+    content_types_in_mixed_case_and_with_a_charset_are_understood,
+    an_sse_event_over_max_message_bytes_is_skipped_and_counted,
+    slow_and_endless_bodies_end_at_the_calls_deadline,
+    a_redirected_call_is_refused_and_nothing_reaches_the_other_origin,
+    a_redirected_initialize_fails_the_start_up_with_the_reason,
+);
 
 // ---- sessions ----
 

@@ -1,4 +1,5 @@
-//! Floods from the server: they wait in TCP, and cost calls nothing.
+//! Floods from the server: they wait in TCP, and cost calls nothing — on the session's GET
+//! stream, and on the 2026-07-28 revision's listen stream, which takes its place.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -7,8 +8,9 @@ use std::time::Duration;
 use mcp_supervisor::*;
 
 use super::*;
-use crate::common::http_server::{Body, Canned, Target, TestHttpServer};
+use crate::common::http_server::{Body, Canned};
 use crate::common::*;
+use crate::in_both_eras;
 
 // ---- floods ----
 
@@ -31,14 +33,13 @@ impl actix::Handler<ServerEvent> for CountLogs {
 /// A flood of log notifications on the GET stream (read with backpressure: see the
 /// transport's `a_flood_waits_in_tcp_while_the_actor_is_behind`) costs no call its answer and
 /// the connection nothing, and reaches the subscriber.
-#[actix::test]
 async fn a_notification_flood_costs_calls_nothing() {
     use actix::Actor;
     const FLOOD: usize = 50_000;
-    let server = TestHttpServer::start().await;
+    let server = http_server().await;
     let event = r#"data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a log line of the flood"}}"#;
     server.faults().canned(
-        Target::Get,
+        change_stream(),
         Canned::status(200)
             .header("content-type", "text/event-stream")
             .stream(Body::Repeat {
@@ -76,3 +77,5 @@ async fn a_notification_flood_costs_calls_nothing() {
     assert_eq!(st.counters.reconnects, 0, "{:?}", events.messages("web"));
     sup.send(Shutdown).await.unwrap();
 }
+
+in_both_eras!(a_notification_flood_costs_calls_nothing);

@@ -42,6 +42,28 @@ pub(super) fn tools_call() -> Target {
     Target::Post("tools/call".into())
 }
 
+/// The stream the server's change notifications come on: the session's GET stream, or the
+/// 2026-07-28 revision's listen stream (a POST whose answer stays open).
+pub(super) fn change_stream() -> Target {
+    match era() {
+        "modern" => Target::Post("subscriptions/listen".into()),
+        _ => Target::Get,
+    }
+}
+
+/// How often the change stream was asked for.
+pub(super) fn change_streams_asked(server: &TestHttpServer) -> usize {
+    change_stream_times(server).len()
+}
+
+/// When the change stream was asked for.
+pub(super) fn change_stream_times(server: &TestHttpServer) -> Vec<Instant> {
+    match era() {
+        "modern" => server.stats().post_times("subscriptions/listen"),
+        _ => server.stats().get_times(),
+    }
+}
+
 /// A JSON-RPC result for the request being answered (`{id}` is filled in by the server).
 pub(super) const ECHO_RESULT: &str =
     r#"{"jsonrpc":"2.0","id":{id},"result":{"content":[{"type":"text","text":"canned"}]}}"#;
