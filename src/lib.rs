@@ -100,10 +100,13 @@
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
-//!   capture, process-group shutdown; its `reader` of stdout and its `writer` of stdin, whose
-//!   one shared buffer takes every request as it is serialized, and which holds back a server
-//!   that does not read our answers), `process_tree` (the descendants that
-//!   left the group, read from `/proc`, so that they are stopped too), and `http`, Streamable HTTP over awc:
+//!   capture, process-group shutdown; its `reader` of stdout, which never waits for stdin, and
+//!   its `writer` of stdin, whose one shared buffer takes every request as it is serialized
+//!   and counts the answers that wait in it), `backlog` (the answers owed to a server that
+//!   wait to go out, and their bound, for both transports), `process_tree` (the descendants
+//!   that left the group, read from `/proc`, so that they are stopped too: `tree` one reading
+//!   of it, `walk` the walks shared by the servers stopped at once), and `http`,
+//!   Streamable HTTP over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and
 //!   abortable), `answer` (what an answer's status means), `authorize` (a 401/403 handed to the

@@ -9,7 +9,7 @@
 //! | `mcp_call_duration_seconds` | histogram | `server`, `method` | from the actor taking a call to its answer |
 //! | `mcp_reconnects_total` | counter | `server` | connections re-established after a loss |
 //! | `mcp_server_state` | gauge | `server`, `state` | 1 for the state the server is in, 0 for the others |
-//! | `mcp_skipped_messages_total` | counter | `server`, `reason` | input skipped: `non_json`, `oversized` |
+//! | `mcp_skipped_messages_total` | counter | `server`, `reason` | input skipped: `non_json`, `oversized`, `unanswered` (a stdio server's request left unanswered: 64 answers to it wait, unread) |
 //! | `mcp_events_dropped_total` | counter | `server` | events a slow subscriber's full queue dropped |
 //!
 //! Labels are the configured server name, the JSON-RPC method and fixed words: nothing a

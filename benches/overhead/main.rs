@@ -20,7 +20,9 @@
 //!    process, so that the client's RSS is the client's): time to all Ready vs one server,
 //!    RSS growth per server, `GetStatus` for all; then the server forgets every session and we
 //!    count reconnect attempts (initialize POSTs) per 100 ms window, with the default jitter and
-//!    with `reconnect_backoff.jitter(0.0)`, and the time until all are Ready again.
+//!    with `reconnect_backoff.jitter(0.0)`, and the time until all are Ready again. Then 100
+//!    stdio servers are stopped at once, ours (`Shutdown`) against rmcp's (`cancel`); the
+//!    child `--child stdio-stop` measures that alone.
 //!
 //! Prints a table and writes `target/bench/summary.json` (and `target/bench/table.md`).
 //! `--pin` runs every child under `taskset -c 0`, so the client and its server share a core.
@@ -169,6 +171,7 @@ fn child_main(args: &[String]) {
         Some("http") => system.block_on(http::child(arg(1), arg(2))),
         Some("recovery") => system.block_on(recovery::child(arg(1))),
         Some("scale") => system.block_on(scale::child(arg(1))),
+        Some("stdio-stop") => system.block_on(scale::stop_child()),
         Some("http-server") => {
             system.block_on(server_process::child());
             return;

@@ -1,7 +1,9 @@
 //! Scale: N `ServerActor`s over HTTP against one test server in a process of its own: time to
 //! all Ready against one server's start, CPU until then, RSS growth per server and
 //! `GetStatus::all()`; then, on the same fleet, the [`herd`](crate::herd). Twice: with the
-//! default jitter and with `reconnect_backoff.jitter(0.0)`. Also the report's scale section.
+//! default jitter and with `reconnect_backoff.jitter(0.0)`. Then the time to stop
+//! [`STDIO_STOP_SERVERS`] stdio servers at once, ours against rmcp's. Also the report's scale
+//! section.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -9,9 +11,12 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mcp_supervisor::{GetStatus, ServerConfig, ServerEvent, Settings, Shutdown, Supervisor};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use crate::echo::ECHO_BIN;
 use crate::herd::{self, Herd};
 use crate::procfs::{cpu_ms, rss_kb};
 use crate::report::{num, Report};
@@ -78,6 +83,8 @@ pub(crate) async fn child(n: usize) -> Value {
     .await;
     server.send("quit").await;
     let _ = tokio::time::timeout(Duration::from_secs(5), server.child.wait()).await;
+
+    let (ours, theirs) = stdio_stops(&watcher, &board, &changed).await;
     json!({
         "servers": n,
         "single_start_ms": singles,
@@ -94,7 +101,112 @@ pub(crate) async fn child(n: usize) -> Value {
         "herd_peak_no_jitter": no_jitter.herd.peak,
         "herd_total_no_jitter": no_jitter.herd.total,
         "herd_all_ready_ms_no_jitter": no_jitter.herd.all_ready_again_ms(),
+        "stdio_stop_servers": STDIO_STOP_SERVERS,
+        "stdio_stop_ms": ours,
+        "stdio_stop_ms_median": median(&ours),
+        "stdio_stop_ms_rmcp": theirs,
+        "stdio_stop_ms_rmcp_median": median(&theirs),
     })
+}
+
+/// The child's side of `--child stdio-stop`: [`stdio_stops`] alone, to look at shutdown
+/// without the HTTP fleets.
+pub(crate) async fn stop_child() -> Value {
+    let board: Rc<RefCell<Board>> = Rc::default();
+    let changed = Rc::new(Notify::new());
+    let watcher = Watcher {
+        board: board.clone(),
+        changed: changed.clone(),
+    }
+    .start()
+    .recipient::<ServerEvent>();
+    let (ours, theirs) = stdio_stops(&watcher, &board, &changed).await;
+    json!({
+        "stdio_stop_servers": STDIO_STOP_SERVERS,
+        "stdio_stop_ms": ours,
+        "stdio_stop_ms_median": median(&ours),
+        "stdio_stop_ms_rmcp": theirs,
+        "stdio_stop_ms_rmcp_median": median(&theirs),
+    })
+}
+
+/// Times stopping stdio servers, ours and rmcp's in turn, [`STDIO_STOP_REPS`] times each.
+async fn stdio_stops(
+    watcher: &Recipient<ServerEvent>,
+    board: &Rc<RefCell<Board>>,
+    changed: &Rc<Notify>,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for rep in 0..STDIO_STOP_REPS {
+        ours.push(stop_ours(rep, watcher, board, changed).await);
+        theirs.push(stop_rmcp().await);
+    }
+    eprintln!(
+        "  stopping {STDIO_STOP_SERVERS} stdio servers: ours {ours:.1?} ms, rmcp {theirs:.1?} ms"
+    );
+    (ours, theirs)
+}
+
+/// How many stdio servers are stopped at once, whatever the size of the HTTP fleet: each is a
+/// process of its own.
+const STDIO_STOP_SERVERS: usize = 100;
+/// How many times each client starts and stops them.
+const STDIO_STOP_REPS: usize = 3;
+
+/// Starts [`STDIO_STOP_SERVERS`] echo servers under one supervisor and times their `Shutdown`,
+/// which answers once every process is gone (reaped, and its strays killed).
+async fn stop_ours(
+    rep: usize,
+    watcher: &Recipient<ServerEvent>,
+    board: &Rc<RefCell<Board>>,
+    changed: &Rc<Notify>,
+) -> f64 {
+    // Letters only: the board counts Ready transitions by a name's alphabetic prefix.
+    let prefix = format!("stop{}", char::from(b'a' + rep as u8));
+    let configs: Vec<_> = (0..STDIO_STOP_SERVERS)
+        .map(|i| ServerConfig::stdio(format!("{prefix}{i:05}"), ECHO_BIN))
+        .collect();
+    let sup = Supervisor::builder()
+        .servers(configs)
+        .subscriber(watcher.clone())
+        .start()
+        .expect("start the supervisor");
+    let ok = Watcher::until(board, changed, Duration::from_secs(60), |b| {
+        b.ready_count(&prefix) >= STDIO_STOP_SERVERS
+    })
+    .await;
+    assert!(
+        ok,
+        "{STDIO_STOP_SERVERS} stdio servers not Ready within 60 s"
+    );
+    settle().await;
+    let start = Instant::now();
+    tokio::time::timeout(Duration::from_secs(60), sup.send(Shutdown))
+        .await
+        .expect("the stdio servers stop within 60 s")
+        .expect("supervisor alive");
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// The same with rmcp: as many clients over its child-process transport, cancelled at once;
+/// each cancel returns once its transport has closed stdin and the process has exited.
+async fn stop_rmcp() -> f64 {
+    let clients = futures_util::future::join_all((0..STDIO_STOP_SERVERS).map(|_| async {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(ECHO_BIN))
+            .expect("spawn the echo server for rmcp");
+        ().serve(transport).await.expect("rmcp initialize")
+    }))
+    .await;
+    settle().await;
+    let start = Instant::now();
+    futures_util::future::join_all(clients.into_iter().map(|client| client.cancel())).await;
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// Lets the processes just started finish starting (and the machine calm down) before a stop
+/// is timed.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
 /// What one fleet did.
@@ -234,4 +346,20 @@ pub(crate) fn report(report: &mut Report, scale: &Value) {
     report.put("rss_bytes_per_server", rss, 0);
     report.put("status_all_ms", status, 3);
     herd.summarize(report);
+
+    let stop_n = num(scale, "stdio_stop_servers");
+    let ours = num(scale, "stdio_stop_ms_median");
+    let rmcp = num(scale, "stdio_stop_ms_rmcp_median");
+    report.line(format!("### Stopping {stop_n} stdio servers at once\n"));
+    report.line("| client | median of 3 |");
+    report.line("|---|---|");
+    report.line(format!(
+        "| ours (`Shutdown`) | {ours:.1} ms ({:.2}× rmcp) |",
+        ours / rmcp
+    ));
+    report.line(format!("| rmcp (`cancel`) | {rmcp:.1} ms |"));
+    report.line(String::new());
+    report.put("stdio_stop_ms", ours, 2);
+    report.put("stdio_stop_ms_rmcp", rmcp, 2);
+    report.put("stdio_stop_ratio_vs_rmcp", ours / rmcp, 3);
 }

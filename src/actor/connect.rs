@@ -309,7 +309,7 @@ impl Handshake<'_> {
                         let refusal = Err(mrtr::server_request_refusal());
                         self.connection
                             .outbound
-                            .send(jsonrpc::response_line(&id, &refusal));
+                            .answer(jsonrpc::response_line(&id, &refusal));
                         continue;
                     }
                     self.attempt.server_requests.answer(

@@ -56,7 +56,7 @@ impl ServerRequests {
     /// or with "method not found" without one, or with "busy" when too many are in flight.
     pub fn answer(&self, outbound: &Outbound, id: Id, method: String, params: Option<Value>) {
         if method == "ping" {
-            outbound.send(jsonrpc::response_line(&id, &Ok(json!({}))));
+            outbound.answer(jsonrpc::response_line(&id, &Ok(json!({}))));
             return;
         }
         let Some(asked) = self.ask(method, params) else {
@@ -64,13 +64,13 @@ impl ServerRequests {
                 codes::METHOD_NOT_FOUND,
                 "the client has no handler for this method",
             );
-            outbound.send(jsonrpc::response_line(&id, &Err(error)));
+            outbound.answer(jsonrpc::response_line(&id, &Err(error)));
             return;
         };
         let outbound = outbound.clone();
         actix::spawn(async move {
             let outcome = asked.await;
-            outbound.send(jsonrpc::response_line(&id, &outcome));
+            outbound.answer(jsonrpc::response_line(&id, &outcome));
         });
     }
 

@@ -36,7 +36,9 @@
 //!   our stdout (so stdout stays open after we exit), or that leaves our process group with
 //!   `setsid`, or a `yes` that writes notifications to our stdout without end. Its pid is
 //!   written to stderr as `grandchild pid=N`.
-//! - `{"stderr": TEXT}`: a line on stderr (`{pid}` in it becomes our process id).
+//! - `{"stderr": TEXT}`: a line on stderr (`{pid}` in it becomes our process id, `{answers}`
+//!   the number of answers to our own requests read from stdin so far: how many the client
+//!   wrote for us, e.g. after a flood it got while we did not read).
 //! - `{"ignore_sigterm": true}`: a server that only SIGKILL stops.
 //!
 //! # Protocol eras
@@ -54,10 +56,14 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// Answers to our own requests read from stdin so far (`{answers}` in a `stderr` action).
+static ANSWERS_READ: AtomicU64 = AtomicU64::new(0);
 
 /// Every line to stdout goes through one lock, so that spawned actions never interleave bytes.
 type Out = Arc<Mutex<io::Stdout>>;
@@ -308,6 +314,10 @@ fn run(actions: &[Value], incoming: &Incoming, out: &Out) -> Flow {
                 "{}",
                 fill(arg.as_str().unwrap_or_default(), incoming)
                     .replace("{pid}", &std::process::id().to_string())
+                    .replace(
+                        "{answers}",
+                        &ANSWERS_READ.load(Ordering::Relaxed).to_string()
+                    )
             ),
             "ignore_sigterm" => {
                 use nix::sys::signal::{signal, SigHandler, Signal};
@@ -443,7 +453,9 @@ fn main() {
             continue;
         };
         let Some(method) = message.get("method").and_then(Value::as_str) else {
-            continue; // An answer to one of our requests: nothing to do.
+            // An answer to one of our requests: counted, nothing else to do.
+            ANSWERS_READ.fetch_add(1, Ordering::Relaxed);
+            continue;
         };
         let n = counts.entry(method.to_owned()).or_default();
         *n += 1;

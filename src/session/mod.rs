@@ -754,7 +754,9 @@ impl Session {
                     // of the server's own.
                     tracing::debug!(server = %self.name, method = %server_text(&method), "a modern server sent a request; refused");
                     let refusal = Err(mrtr::server_request_refusal());
-                    live.wire.link().send(jsonrpc::response_line(&id, &refusal));
+                    live.wire
+                        .link()
+                        .answer(jsonrpc::response_line(&id, &refusal));
                     return;
                 }
                 self.commands

@@ -4,6 +4,8 @@
 //! Transports do IO only. They know nothing of calls, retries or states: framing and parsing
 //! come from [`crate::protocol`], every decision from [`crate::policy`].
 
+#[cfg(any(feature = "stdio", feature = "http"))]
+mod backlog;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 #[cfg(test)]
@@ -187,6 +189,14 @@ pub(crate) trait Link {
         })
     }
 
+    /// Queues the answer to one of the server's requests (newline-terminated); false if it is
+    /// not queued: the connection is already gone, or (stdio) too many answers wait for a
+    /// server that does not read them, and this one is dropped. Every answer takes this way:
+    /// the answers that wait to go out are what bounds a server's request flood (`backlog`).
+    fn answer(&self, line: Vec<u8>) -> bool {
+        self.send(line)
+    }
+
     /// Queues one request of the modern era with its HTTP headers (a pipe ignores them).
     fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool;
 
@@ -202,6 +212,10 @@ impl Link for Outbound {
 
     fn send(&self, line: Vec<u8>) -> bool {
         Outbound::send(self, line)
+    }
+
+    fn answer(&self, line: Vec<u8>) -> bool {
+        Outbound::answer(self, line)
     }
 
     fn send_modern(&self, line: Vec<u8>, headers: Vec<(String, String)>) -> bool {
@@ -247,6 +261,17 @@ impl Outbound {
             Sink::Channel(tx) => tx.send(Outgoing::Line(line)).is_ok(),
             #[cfg(feature = "stdio")]
             Sink::Lines(lines) => lines.send_with(|buf| buf.extend_from_slice(&line)),
+        }
+    }
+
+    /// Queues the answer to one of the server's requests (newline-terminated), counted among
+    /// the answers that wait to go out; false if it is not queued (see [`Link::answer`]).
+    pub fn answer(&self, line: Vec<u8>) -> bool {
+        match &self.0 {
+            // HTTP's send loop counts every line it has yet to POST.
+            Sink::Channel(tx) => tx.send(Outgoing::Line(line)).is_ok(),
+            #[cfg(feature = "stdio")]
+            Sink::Lines(lines) => lines.answer(&line),
         }
     }
 

@@ -133,10 +133,11 @@ async fn flood_a_slow_subscriber() {
 
 crate::test_alone!(
     /// A server that floods us with requests and never reads our answers: its pipe fills, and
-    /// before, every answer queued up in our memory behind it. Now a request from it is read only
-    /// while fewer than 64 lines wait for its stdin, so it is held up by its own pipe; the calls
-    /// that cannot be written time out, the liveness check fails, and a fresh process takes over.
-    a_server_that_does_not_read_our_answers_is_held_up_by_its_pipe => flood_from_a_deaf_server
+    /// before, every answer queued up in our memory behind it. Now once 64 answers wait for its
+    /// stdin, further answers are dropped (reading never waits for its stdin);
+    /// the calls that cannot be written time out, the liveness check fails, and a fresh process
+    /// takes over.
+    a_server_that_does_not_read_our_answers_costs_bounded_memory => flood_from_a_deaf_server
 );
 
 async fn flood_from_a_deaf_server() {

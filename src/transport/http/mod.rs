@@ -26,8 +26,10 @@
 //! and every reader waits for room in it: when the actor is behind, the SSE streams stop being
 //! read and TCP pushes back on the server, as a pipe does on stdio. A flood costs a bounded
 //! amount of memory, whatever its size. The other way round, a reader hands the actor a
-//! server's request only while fewer than `send::MAX_BACKLOG` lines wait to be POSTed, so
-//! that a request flood cannot pile up answers either.
+//! server's request only while fewer than
+//! [`MAX_BACKLOG`](crate::transport::backlog::MAX_BACKLOG) lines wait to be POSTed, so that a
+//! request flood cannot pile up answers either (the reader may wait: see
+//! [`crate::transport::backlog`] for why stdio's does not).
 //!
 //! The parts, one concern each:
 //!
@@ -62,6 +64,7 @@ use awc::http::header::{HeaderName, HeaderValue};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, Notify};
 
+use super::backlog::Backlog;
 use super::{Connection, Outbound, SkipCounters, TransportEvent};
 use crate::auth;
 use crate::config::{redact_url, HttpConfig, Settings};
@@ -89,10 +92,8 @@ struct Shared {
     resume_backoff: Backoff,
     /// How long the send loop waits for the answer to a notification before sending on.
     notification_wait: Duration,
-    /// Lines the send loop has not sent yet, and the signal that they dropped below
-    /// [`send::MAX_BACKLOG`].
-    backlog: Cell<usize>,
-    drained: Notify,
+    /// Lines the send loop has not sent yet (answers and notifications).
+    backlog: Backlog,
     skips: Arc<SkipCounters>,
 }
 
@@ -205,8 +206,7 @@ pub(crate) fn connect(
         max_message_bytes: settings.max_message_bytes,
         resume_backoff: settings.reconnect_backoff,
         notification_wait: settings.ping_timeout,
-        backlog: Cell::new(0),
-        drained: Notify::new(),
+        backlog: Backlog::default(),
         skips,
     });
     let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -237,27 +237,12 @@ impl Shared {
         }
     }
 
-    /// Records the send loop's backlog, waking readers that wait for it to shrink.
-    fn set_backlog(&self, lines: usize) {
-        self.backlog.set(lines);
-        if lines < send::MAX_BACKLOG {
-            self.drained.notify_waiters();
-        }
-    }
-
     /// Waits until the send loop has room for an answer to one more server request: a server
     /// whose requests come faster than their answers go waits (its stream is not read).
     async fn room_to_answer(&self) {
-        loop {
-            // Registered before the check, so a wake-up in between is not lost.
-            let drained = self.drained.notified();
-            if self.backlog.get() < send::MAX_BACKLOG || self.closed.get() {
-                return;
-            }
-            tokio::select! {
-                _ = drained => {}
-                _ = self.closed() => return,
-            }
+        tokio::select! {
+            () = self.backlog.room() => {}
+            () = self.closed() => {}
         }
     }
 

@@ -31,15 +31,11 @@ struct Header {
     method: Option<String>,
 }
 
-/// Lines waiting for the serial POSTs (answers to the server's requests, notifications) at
-/// which the readers stop handing the actor more of the server's requests: a server's request
-/// flood then waits in TCP, not in our queue.
-pub(super) const MAX_BACKLOG: usize = 64;
-
 /// POSTs messages as the actor queues them: notifications and answers one after the other (so
 /// that `notifications/initialized` arrives before the next request), requests concurrently,
 /// each in a task that an abandoned call aborts. What waits is taken off the channel at once,
-/// so that its length — the backlog the readers look at — is known.
+/// so that its length — the backlog the readers look at, past
+/// [`MAX_BACKLOG`](crate::transport::backlog::MAX_BACKLOG) lines — is known.
 pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     let requests: Rc<RefCell<HashMap<u64, AbortHandle>>> = Rc::default();
     // Each line with what the 2026-07-28 revision brings along, if it is of that revision.
@@ -55,7 +51,9 @@ pub(super) async fn send_loop(shared: Rc<Shared>, mut rx: mpsc::UnboundedReceive
             };
             serial = start(&shared, &requests, line, modern);
         }
-        shared.set_backlog(queue.len() + usize::from(serial.is_some()));
+        shared
+            .backlog
+            .set(queue.len() + usize::from(serial.is_some()));
         tokio::select! {
             biased;
             outgoing = rx.recv() => {

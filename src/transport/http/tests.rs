@@ -11,10 +11,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use serde_json::json;
 
-use super::send::MAX_BACKLOG;
 use super::{connect, EVENTS_CAPACITY};
 use crate::config::{HttpConfig, Settings};
 use crate::protocol::jsonrpc::{self, Inbound};
+use crate::transport::backlog::MAX_BACKLOG;
 use crate::transport::{Connection, SkipCounters, TransportEvent};
 
 /// What the flood server writes before it stops on its own: far more than the socket buffers

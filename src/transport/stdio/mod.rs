@@ -9,6 +9,8 @@
 //!   be attached, with the exit status, to the error that reports the process's end. Both are
 //!   server text: escaped and bounded ([`server_bytes`]) before they are logged or kept.
 //! - Writes are batched: the writer task writes everything that is queued in one go.
+//! - Reading stdout never waits for stdin. The answers to the server's requests that wait for
+//!   its stdin are bounded: past the bound they are dropped, and its requests go unanswered.
 //! - The connection ends when stdout closes, or [`EXIT_DRAIN_GRACE`] after the server's own
 //!   process exited, whichever comes first: a process it started may hold its stdout open.
 //! - Shutdown: close stdin, wait, SIGTERM, wait, SIGKILL — to the whole group; then SIGKILL
@@ -31,8 +33,8 @@ mod reader;
 mod writer;
 
 use reader::{Ends, Reader};
+use writer::write_loop;
 pub(crate) use writer::LineSender;
-use writer::{write_loop, Backlog};
 
 use super::process_tree::{kill_tree_detached, Strays};
 use super::{Connection, Outbound, Reaping, SkipCounters};
@@ -426,10 +428,9 @@ pub(crate) fn spawn(
         use std::os::fd::AsFd;
         stdin.as_fd().try_clone_to_owned().ok()
     };
-    let (out_tx, queue) = LineSender::new();
+    let (out_tx, queue) = LineSender::new(server.clone());
     let (write_failed_tx, write_failed) = oneshot::channel();
-    let backlog = Arc::new(Backlog::default());
-    tokio::spawn(write_loop(stdin, queue, write_failed_tx, backlog.clone()));
+    tokio::spawn(write_loop(stdin, queue.clone(), write_failed_tx));
 
     let process = ProcessHandle {
         server: server.clone(),
@@ -463,7 +464,7 @@ pub(crate) fn spawn(
         report,
         pid,
         skips,
-        backlog,
+        queue,
     );
     Ok(Connection {
         outbound: Outbound::lines(out_tx),

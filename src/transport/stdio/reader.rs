@@ -2,6 +2,14 @@
 //! non-JSON and over-long lines skipped and counted; the end of the connection when stdout
 //! closes, or shortly after the server's own process exited.
 //!
+//! It never waits for the writer: a server that writes a burst of requests before it reads
+//! its stdin again would otherwise block on its stdout while we wait for its stdin. What a
+//! server that does not read its stdin can make us hold is bounded where the answers to its
+//! requests are queued (`writer`); while that bound is reached, the reader leaves its
+//! requests unanswered before they are handed out — their answers would be dropped anyway,
+//! and a server that floods us while it reads nothing must not look alive to the liveness
+//! check for it.
+//!
 //! A hand-written [`Stream`] rather than an `async` loop: it runs once per message of every
 //! call, and polling stdout first, and what else may end the connection (a failed write, the
 //! server's exit, the drain deadline) only when stdout has nothing, makes no future per
@@ -22,7 +30,7 @@ use tokio::sync::oneshot::{self, error::TryRecvError};
 use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
 
-use super::writer::Backlog;
+use super::writer::Queue;
 use super::{ProcessHandle, EXIT_DRAIN_GRACE};
 use crate::error::Error;
 use crate::protocol::codec::{Line, LineCodec};
@@ -55,10 +63,9 @@ pub(super) struct Reader {
     /// The server's process group, killed when the server exited but its stdout stays open.
     group: Option<Pid>,
     skips: Arc<SkipCounters>,
-    /// What the writer has yet to write: requests from the server wait for room.
-    backlog: Arc<Backlog>,
-    /// A request from the server waiting for room in the backlog.
-    room: Option<Waiting<()>>,
+    /// What waits for the server's stdin: its requests go unanswered while their answers
+    /// would find no room there.
+    stdin: Arc<Queue>,
     /// The connection's end, being reported (with the exit status and stderr tail).
     closing: Option<Waiting<TransportEvent>>,
     done: bool,
@@ -74,7 +81,7 @@ impl Reader {
         report: ProcessHandle,
         group: Option<Pid>,
         skips: Arc<SkipCounters>,
-        backlog: Arc<Backlog>,
+        stdin: Arc<Queue>,
     ) -> Self {
         Reader {
             server,
@@ -86,8 +93,7 @@ impl Reader {
             drain: None,
             group,
             skips,
-            backlog,
-            room: None,
+            stdin,
             closing: None,
             done: false,
         }
@@ -100,21 +106,16 @@ impl Reader {
         self.boxed_local()
     }
 
-    /// The next parsed message, once a request among them has room for its answer.
-    fn poll_queued(&mut self, cx: &mut Context<'_>) -> Poll<Option<Inbound>> {
-        let Some(front) = self.queued.front() else {
-            return Poll::Ready(None);
-        };
-        if matches!(front, Inbound::Request { .. }) && !self.backlog.has_room() {
-            let backlog = &self.backlog;
-            let room = self.room.get_or_insert_with(|| {
-                let backlog = backlog.clone();
-                Box::pin(async move { backlog.room().await })
-            });
-            ready!(room.as_mut().poll(cx));
-            self.room = None;
+    /// The next parsed message to hand out, leaving the server's requests unanswered while
+    /// their answers would find no room.
+    fn next_queued(&mut self) -> Option<Inbound> {
+        loop {
+            let message = self.queued.pop_front()?;
+            if !matches!(message, Inbound::Request { .. }) || self.stdin.has_room_for_answer() {
+                return Some(message);
+            }
+            self.stdin.unanswered();
         }
-        Poll::Ready(self.queued.pop_front())
     }
 
     fn on_line(&mut self, line: Line) {
@@ -228,7 +229,7 @@ impl Stream for Reader {
         let this = self.get_mut();
         loop {
             // What was read before the end is handed out before the end is.
-            if let Some(message) = ready!(this.poll_queued(cx)) {
+            if let Some(message) = this.next_queued() {
                 return Poll::Ready(Some(TransportEvent::Message(message)));
             }
             if let Some(closing) = this.closing.as_mut() {

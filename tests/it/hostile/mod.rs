@@ -22,6 +22,7 @@ mod server_requests;
 mod server_text;
 mod settings;
 mod soak_findings;
+mod stdin_backlog;
 mod stdio_process;
 mod subscriptions;
 

@@ -8,10 +8,14 @@
 //! `/proc` and remembered; once the group is gone, whatever of that snapshot still runs is
 //! killed. Each process is remembered with its start time, so that a pid the kernel has since
 //! given to an unrelated process is never signalled. Reading `/proc` costs about 20 µs a
-//! process on the machine this was measured on (2 ms for 100), so it happens on tokio's
-//! blocking pool, never on the actor's thread; a server that is killed rather than shut down is
-//! stopped (SIGSTOP) while its tree is read, so that it cannot exit and orphan its children in
-//! the meantime.
+//! process on the machine this was measured on (2 ms for 100), so it happens off the actor's
+//! thread, in one walk shared by the servers stopped at the same time (`walk`); a server that
+//! is killed rather than shut down is stopped (SIGSTOP) while its tree is read, so that it
+//! cannot exit and orphan its children in the meantime.
+//!
+//! The parts: `tree` (a process as `/proc` shows it, and a server's strays among all of them),
+//! `walk` (the shared walks), and here what is remembered of a server's strays and how they
+//! are killed.
 //!
 //! What this cannot reach: a descendant whose chain of parents to the server was already
 //! broken when the snapshot was taken (a daemon that double-forked: its parent exited, and it
@@ -20,97 +24,26 @@
 //! holds those; a library must not flip a process-wide setting on its own. On systems without
 //! `/proc` the snapshot is empty and only the process group is stopped.
 
-use std::collections::{HashMap, HashSet};
+mod tree;
+mod walk;
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 use super::ReapGuard;
-
-/// The most descendants remembered: a fork bomb cannot make a snapshot unbounded.
-const MAX_DESCENDANTS: usize = 4096;
-
-/// A process, as `/proc` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Proc {
-    pub pid: i32,
-    pub ppid: i32,
-    pub pgrp: i32,
-    /// Start time in clock ticks since boot: with the pid, it names one process for good.
-    pub start: u64,
-}
-
-/// Parses `/proc/<pid>/stat`. The command name is in parentheses and may itself contain
-/// spaces and parentheses, so the fields are read after the last `)`.
-fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) pgrp(2) session(3) ... starttime(19).
-    Some(Proc {
-        pid,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-fn read_proc(pid: i32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
-}
-
-/// Every process on the system (empty without `/proc`).
-fn all_processes() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_proc)
-        .collect()
-}
-
-/// The descendants of `root` among `processes` that are not in the process group `group`
-/// (those the group's signals miss), nearest first, at most [`MAX_DESCENDANTS`].
-fn strays_among(processes: &[Proc], root: i32, group: i32) -> Vec<Proc> {
-    let mut children: HashMap<i32, Vec<&Proc>> = HashMap::new();
-    for p in processes {
-        children.entry(p.ppid).or_default().push(p);
-    }
-    let mut seen = HashSet::from([root]);
-    let mut queue = std::collections::VecDeque::from([root]);
-    let mut strays = Vec::new();
-    while let Some(parent) = queue.pop_front() {
-        for child in children.get(&parent).into_iter().flatten() {
-            if seen.len() > MAX_DESCENDANTS || !seen.insert(child.pid) {
-                continue;
-            }
-            if child.pgrp != group {
-                strays.push(**child);
-            }
-            queue.push_back(child.pid);
-        }
-    }
-    strays
-}
-
-/// The strays of the server `leader` (also its group's id) now. Reads all of `/proc`, about
-/// 20 µs a process: call it off the actor's thread ([`Strays::snapshot`]).
-fn strays_of(leader: Pid) -> Vec<Proc> {
-    strays_among(&all_processes(), leader.as_raw(), leader.as_raw())
-}
+use tree::{parse_stat, read_proc, Proc, MAX_DESCENDANTS};
 
 /// What of a server's tree its process group does not cover, remembered across snapshots.
 #[derive(Debug, Default)]
 pub(crate) struct Strays(Vec<Proc>);
 
 impl Strays {
-    /// Adds the current strays of the server `leader`, read on the blocking pool. Call it
-    /// while the leader still runs (and has not been reaped, so its pid is still its own):
-    /// once it has exited, its children belong to someone else.
+    /// Adds the current strays of the server `leader`, from a walk of `/proc` shared with the
+    /// servers stopped at the same time, off the caller's thread. Call it while the leader
+    /// still runs (and has not been reaped, so its pid is still its own): once it has exited,
+    /// its children belong to someone else.
     pub async fn snapshot(&mut self, leader: Pid) {
-        let found = tokio::task::spawn_blocking(move || strays_of(leader)).await;
-        self.add(found.unwrap_or_default());
+        self.add(walk::strays_of(leader).await);
     }
 
     fn add(&mut self, found: Vec<Proc>) {
@@ -212,75 +145,9 @@ pub(crate) fn kill_tree_detached(leader: Pid, running: bool, mut known: Strays, 
     };
     let _ = kill(leader, Signal::SIGSTOP);
     handle.spawn_blocking(move || {
-        known.add(strays_of(leader));
+        known.add(walk::strays_of_blocking(leader));
         drop(group);
         known.kill().wait_blocking();
         drop(done);
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn p(pid: i32, ppid: i32, pgrp: i32) -> Proc {
-        Proc {
-            pid,
-            ppid,
-            pgrp,
-            start: pid as u64 * 10,
-        }
-    }
-
-    #[test]
-    fn parses_stat_lines_with_awkward_names() {
-        let stat = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 92 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(
-            parse_stat(4242, stat),
-            Some(Proc {
-                pid: 4242,
-                ppid: 17,
-                pgrp: 4242,
-                start: 987654
-            })
-        );
-        assert_eq!(parse_stat(1, "1 (init"), None);
-        assert_eq!(parse_stat(1, "1 (x) S 0"), None);
-    }
-
-    #[test]
-    fn finds_descendants_that_left_the_group_at_any_depth() {
-        // 100 leads group 100. 101 stays in it; 102 left (setsid); 103, a child of 102, is in
-        // 102's group; 104, a grandchild through 101, left too. 200 is unrelated.
-        let all = [
-            p(100, 1, 100),
-            p(101, 100, 100),
-            p(102, 100, 102),
-            p(103, 102, 102),
-            p(104, 101, 104),
-            p(200, 1, 200),
-            p(201, 200, 201),
-        ];
-        let strays: Vec<i32> = strays_among(&all, 100, 100).iter().map(|p| p.pid).collect();
-        assert_eq!(
-            strays,
-            [102, 104, 103],
-            "breadth first: children, then grandchildren"
-        );
-        assert!(strays_among(&all, 999, 999).is_empty());
-    }
-
-    #[test]
-    fn a_cycle_in_a_bad_snapshot_ends() {
-        let all = [p(100, 101, 100), p(101, 100, 7)];
-        assert_eq!(strays_among(&all, 100, 100).len(), 1);
-    }
-
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn this_process_is_found_among_all() {
-        let me = std::process::id() as i32;
-        let all = all_processes();
-        assert!(all.iter().any(|p| p.pid == me), "/proc lists this process");
-    }
 }
