@@ -3,8 +3,8 @@
 //! nothing else, so a field added to [`ServerStatus`] later stays out until it is added here:
 //!
 //! - a status: `name`, `transport`, its `state` (below), `in_state_for_ms`, `era`,
-//!   `protocol_version`, `tool_count`, `counters`, `pending_calls`, the `last_error`'s `code`,
-//!   and `"redacted": true`. Not its `pid`, `tools`, `server_info`, `capabilities`,
+//!   `protocol_version`, `tool_count`, `tools_truncated` (whether), `counters`,
+//!   `pending_calls`, the `last_error`'s `code`, and `"redacted": true`. Not its `pid`, `tools`, `server_info`, `capabilities`,
 //!   `subscriptions`, nor any error's message, `data`, exit status or stderr tail;
 //! - a state: its name and numbers (`attempt`, `max`, `retry_in_ms`, `revive_in_ms`), a failed
 //!   state's error as its `code` only;
@@ -102,6 +102,9 @@ pub(super) struct Status<'a> {
     era: Option<&'static str>,
     protocol_version: &'a Option<String>,
     tool_count: usize,
+    /// The tool list was cut short (its reason is ours, but it says nothing more worth
+    /// showing here).
+    tools_truncated: bool,
     counters: &'a Counters,
     pending_calls: usize,
     last_error: Option<Code>,
@@ -118,6 +121,7 @@ impl<'a> From<&'a ServerStatus> for Status<'a> {
             era: s.era.map(|e| e.name()),
             protocol_version: &s.protocol_version,
             tool_count: s.tools.len(),
+            tools_truncated: s.tools_truncated.is_some(),
             counters: &s.counters,
             pending_calls: s.pending_calls,
             last_error: s.last_error.as_ref().map(Code::from),
@@ -207,6 +211,7 @@ mod tests {
             protocol_version: Some("2025-11-25".into()),
             capabilities: None,
             tools: Vec::new(),
+            tools_truncated: None,
             subscriptions: vec!["file:///home/ops/SECRET-3".into()],
             counters: Counters::default(),
             last_error: Some(spawn_error()),
