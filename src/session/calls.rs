@@ -184,6 +184,11 @@ impl CallTable {
             entry.sends += 1;
             if entry.sends > 1 {
                 self.counters.calls_resent += 1;
+                // A re-send asks anew: the rounds start over from the original request.
+                if let Some(first) = entry.first_round.take() {
+                    entry.params = Some(first);
+                    entry.rounds = 0;
+                }
             }
         }
         self.put_on_wire(key, wire);
@@ -558,6 +563,9 @@ impl CallTable {
             return None;
         }
         entry.held = true;
+        if entry.first_round.is_none() {
+            entry.first_round = entry.params.clone();
+        }
         Some(entry.params.as_ref().map(Params::to_value))
     }
 

@@ -108,6 +108,10 @@ pub(crate) struct CallEntry {
     pub held: bool,
     /// Rounds of input asked for so far.
     pub rounds: u32,
+    /// The params of the original request, kept once the server asks for input: a re-send
+    /// after a lost connection starts the rounds over from them (the server that gave the
+    /// state of the later rounds may be gone, and a replacement refuses it).
+    pub first_round: Option<Params>,
     pub progress: Option<ProgressRoute>,
     /// When the session took the call, for its duration in its span and the metrics, and for
     /// what a timeout says after progress moved the deadline.
@@ -192,6 +196,7 @@ impl CallEntry {
             sent: false,
             held: false,
             rounds: 0,
+            first_round: None,
             progress,
             started: now,
             span,

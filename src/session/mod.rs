@@ -289,6 +289,7 @@ impl Session {
     }
 
     /// The next command to carry out.
+    #[inline]
     pub fn poll_command(&mut self) -> Option<Command> {
         self.commands.pop_front()
     }
@@ -306,6 +307,7 @@ impl Session {
     }
 
     /// Whether a timer earlier than the last [`Session::poll_timeout`] was armed since.
+    #[inline]
     pub fn timers_moved(&self) -> bool {
         self.timers_moved
     }

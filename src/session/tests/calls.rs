@@ -274,3 +274,47 @@ fn a_stopped_server_answers_every_call_by_what_was_sent() {
         assert_eq!(kind(&refused), Some(ErrorKind::Stopped));
     });
 }
+
+/// A call the server asked for input, re-sent after its connection broke (its policy allows
+/// it), asks anew from the original request: the state the server gave for its later rounds
+/// belongs to a server that may be gone, and a replacement refuses it (the soak found this:
+/// a re-sent `confirm` answered `rpc` -32602 by the respawned server).
+#[test]
+fn a_resent_call_starts_its_input_rounds_over_from_the_original_request() {
+    let mut h = Harness::new(&modern_http(), settings());
+    h.connect_modern(Duration::from_secs(3600));
+    let answer = h.call(tool("confirm").retry(RetryPolicy::Always));
+    let first = h.written();
+    h.answer(
+        &first[0],
+        json!({"resultType": "input_required", "requestState": "round-1",
+            "inputRequests": {"ok": {"method": "elicitation/create", "params": {}}}}),
+    );
+    let Some(Command::AskInput(ask)) = h.other.pop() else {
+        panic!("the application is asked: {:?}", h.other)
+    };
+    let answered = vec![(
+        "ok".to_owned(),
+        "elicitation/create".to_owned(),
+        Ok(json!({"action": "accept"})),
+    )];
+    h.session
+        .input_answered(ask, InputAnswers::Answered(answered), h.now);
+    h.drive();
+    let second = h.written();
+    assert_eq!(second[0]["params"]["requestState"], "round-1");
+    assert!(second[0]["params"]["inputResponses"]["ok"].is_object());
+
+    h.lose("the server was replaced");
+    h.reconnect(Era::Modern);
+    let again = h.written();
+    assert_eq!(again.len(), 1, "{again:?}");
+    let params = &again[0]["params"];
+    assert!(params.get("requestState").is_none(), "{params}");
+    assert!(params.get("inputResponses").is_none(), "{params}");
+    assert_eq!(params["name"], first[0]["params"]["name"]);
+    assert_eq!(h.counters().calls_resent, 1);
+    // The replacement asks again, and is answered again.
+    h.answer(&again[0], json!({"content": [], "resultType": "complete"}));
+    assert!(matches!(answer.take(), Some(Ok(_))));
+}

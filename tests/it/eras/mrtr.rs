@@ -127,3 +127,41 @@ async fn a_legacy_server_asks_through_its_own_request_and_the_same_handler_answe
     assert_eq!(text_of(&result), "confirmed: true");
     assert_eq!(asked.lock().unwrap().as_slice(), ["elicitation/create"]);
 }
+
+/// A read-only tool of a trusted server, in its second round of input when the server dies:
+/// re-sent, it asks anew from the original request — never with the state the dead server
+/// gave, which its replacement refuses (`rpc` -32602, which the soak found). (The replacement
+/// dies at the same point, so the call ends `outcome_unknown`: it was re-sent once.)
+#[actix::test]
+async fn a_call_resent_in_the_middle_of_its_rounds_asks_anew() {
+    let dir = tempdir();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let config = demo_in("modern", "m", &path(&dir))
+        .env("DEMO_LIST_CONFIRM", "1")
+        .env("DEMO_CRASH_AFTER_CALLS", "1")
+        .trusted(true);
+    let (sup, events) = supervise(config, asked.clone());
+    events.ready("m", 1).await;
+    let call = CallTool::new("m", "confirm", json!({})).timeout(Duration::from_secs(10));
+    let error = sup.send(call).await.unwrap().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["elicitation/create", "elicitation/create"],
+        "the rounds started over"
+    );
+    let log = event_log(&path(&dir), "m");
+    let rounds: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("mrtr confirm"))
+        .collect();
+    assert!(
+        rounds.iter().all(|l| !l.contains("state=invalid")),
+        "no state the server did not give: {rounds:#?}"
+    );
+    assert_eq!(
+        rounds.iter().filter(|l| l.contains("state=none")).count(),
+        2,
+        "the original request, twice: {rounds:#?}"
+    );
+}
