@@ -323,6 +323,14 @@ impl Handshake<'_> {
                 TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
                     return Err(error)
                 }
+                // Not a refusal of a call: the attempt fails as any other, and is retried.
+                TransportEvent::Unwritten { id: got, error } if got == id => {
+                    let why = match error {
+                        Error::Refused { reason, .. } => reason,
+                        other => other.without_stderr(),
+                    };
+                    return Err(Error::connection(server, format!("{method}: {why}")));
+                }
                 // Never processed: the `Closed` that follows says why (e.g. connection refused).
                 TransportEvent::Rejected(ids) if ids.contains(&id) => {}
                 other => {

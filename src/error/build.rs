@@ -101,6 +101,22 @@ impl Error {
         }
     }
 
+    /// The server refused `method` unprocessed; `reason` may quote its answer.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn refused(
+        server: &str,
+        method: &str,
+        status: Option<u16>,
+        reason: impl AsRef<str>,
+    ) -> Self {
+        Error::Refused {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            status,
+            reason: server_text(reason.as_ref()),
+        }
+    }
+
     /// The server refused our credentials; `message` is its `WWW-Authenticate` or body.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn unauthorized(server: &str, status: u16, message: impl AsRef<str>) -> Self {

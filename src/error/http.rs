@@ -15,6 +15,7 @@
 //! | `unauthorized` | 502 Bad Gateway | |
 //! | `unsupported_protocol_version` | 502 Bad Gateway | |
 //! | `invalid_response` | 502 Bad Gateway | |
+//! | `refused` | 502 Bad Gateway | |
 //! | `rpc` | 502 Bad Gateway | |
 //! | `overloaded` | 503 Service Unavailable | yes |
 //! | `server_not_found` | 404 Not Found | |
@@ -49,6 +50,7 @@ impl ErrorKind {
             | ErrorKind::Unauthorized
             | ErrorKind::UnsupportedProtocolVersion
             | ErrorKind::InvalidResponse
+            | ErrorKind::Refused
             | ErrorKind::Rpc => 502,
             ErrorKind::ServerNotFound => 404,
             ErrorKind::Config => 500,

@@ -148,6 +148,22 @@ pub enum Error {
         message: String,
     },
 
+    /// The server refused the request before running it: an HTTP 4xx that is not about
+    /// credentials, the session or load (431 headers too large, 413 body too large, 400, ...),
+    /// or a connection the server closed twice before it had read the whole request. The
+    /// call did not run; sent again unchanged, it would be refused again.
+    #[error("server `{server}` refused {method} before running it: {reason}")]
+    Refused {
+        /// Server name.
+        server: String,
+        /// JSON-RPC method of the call.
+        method: String,
+        /// The HTTP status, when the server sent one.
+        status: Option<u16>,
+        /// What the server said, or what we saw (server text escaped and bounded).
+        reason: String,
+    },
+
     /// The server answered the call with a JSON-RPC error.
     #[error("server `{server}`: {method} failed with JSON-RPC error {code}: {message}")]
     Rpc {
@@ -347,6 +363,9 @@ pub enum ErrorKind {
     UnsupportedProtocolVersion,
     /// The server's answer was malformed.
     InvalidResponse,
+    /// The server refused the request unprocessed (e.g. HTTP 431, its headers too large): it
+    /// did not run.
+    Refused,
     /// The server answered with a JSON-RPC error.
     Rpc,
     /// Too many calls in flight; back off.
@@ -370,6 +389,7 @@ impl ErrorKind {
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::UnsupportedProtocolVersion => "unsupported_protocol_version",
             ErrorKind::InvalidResponse => "invalid_response",
+            ErrorKind::Refused => "refused",
             ErrorKind::Rpc => "rpc",
             ErrorKind::Overloaded => "overloaded",
             ErrorKind::ServerNotFound => "server_not_found",
@@ -398,6 +418,7 @@ impl Error {
             }
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+            Error::Refused { .. } => ErrorKind::Refused,
             Error::Rpc { .. } | Error::HeaderMismatch { .. } => ErrorKind::Rpc,
             Error::MissingClientCapability { .. } => ErrorKind::Config,
             Error::Overloaded { .. } => ErrorKind::Overloaded,

@@ -120,11 +120,16 @@ pub struct Reparsed {
 }
 
 /// Refuses JSON text whose arrays and objects nest deeper than `limit`. Cheap for the usual
-/// result: text with no more than `limit` opening brackets cannot nest deeper, which one pass
+/// result: text with no more than `limit` bytes, or `limit` opening brackets, cannot nest
+/// deeper, which its length or one pass
 /// over its bytes tells (a branch-free count the compiler vectorises: a search that stops at
 /// each bracket costs more for the few a result has); other text is walked once, its strings
 /// skipped whole.
 fn too_deep(json: &[u8], limit: usize) -> Result<(), serde_json::Error> {
+    // Fewer bytes than the limit are fewer brackets: most results are short.
+    if json.len() <= limit {
+        return Ok(());
+    }
     // Counted in chunks small enough for a byte-wide sum, which the compiler keeps in vector
     // registers.
     let opening: usize = json

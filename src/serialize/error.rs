@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind};
 
 /// Every kind, for reading codes back. `exhaustive` below fails to compile when a kind is
 /// added and not listed.
-const KINDS: [ErrorKind; 12] = [
+const KINDS: [ErrorKind; 13] = [
     ErrorKind::Timeout,
     ErrorKind::OutcomeUnknown,
     ErrorKind::Unavailable,
@@ -18,6 +18,7 @@ const KINDS: [ErrorKind; 12] = [
     ErrorKind::Unauthorized,
     ErrorKind::UnsupportedProtocolVersion,
     ErrorKind::InvalidResponse,
+    ErrorKind::Refused,
     ErrorKind::Rpc,
     ErrorKind::Overloaded,
     ErrorKind::ServerNotFound,
@@ -35,6 +36,7 @@ fn exhaustive(kind: ErrorKind) {
         | ErrorKind::Unauthorized
         | ErrorKind::UnsupportedProtocolVersion
         | ErrorKind::InvalidResponse
+        | ErrorKind::Refused
         | ErrorKind::Rpc
         | ErrorKind::Overloaded
         | ErrorKind::ServerNotFound
@@ -59,7 +61,7 @@ impl<'de> Deserialize<'de> for ErrorKind {
     }
 }
 
-const CODES: [&str; 12] = [
+const CODES: [&str; 13] = [
     "timeout",
     "outcome_unknown",
     "unavailable",
@@ -67,6 +69,7 @@ const CODES: [&str; 12] = [
     "unauthorized",
     "unsupported_protocol_version",
     "invalid_response",
+    "refused",
     "rpc",
     "overloaded",
     "server_not_found",
@@ -166,6 +169,16 @@ impl From<&Error> for ErrorView {
             Error::Spawn { server, field, .. } => {
                 view.server = owned(server);
                 view.field = owned(field);
+            }
+            Error::Refused {
+                server,
+                method,
+                status,
+                ..
+            } => {
+                view.server = owned(server);
+                view.method = owned(method);
+                view.status = status.map(i64::from);
             }
             Error::Unauthorized { server, status, .. } => {
                 view.server = owned(server);

@@ -368,6 +368,28 @@ impl CallTable {
         }
     }
 
+    /// Request `wire_id` did not reach the server whole: the server closed its connection
+    /// while it was being written (HTTP), so it did not run. The first time, it goes back to
+    /// the front of the queue to be written again on a new connection (true: flush it); the
+    /// second, its caller is answered `error`: a server that cuts off the same request twice
+    /// refuses it (e.g. headers over its limit), and a third try would fare no better.
+    pub fn cut_off(&mut self, wire_id: u64, error: Error) -> bool {
+        let Some(key) = self.written(wire_id) else {
+            return false;
+        };
+        let first_time = self.calls.get(&key).is_some_and(|entry| !entry.cut_off);
+        if !first_time {
+            self.finish(key, Err(error));
+            return false;
+        }
+        tracing::warn!(server = %self.server, id = key, error = %error, "the server closed the connection before it had read the whole request; writing it once more");
+        self.unsend(&[wire_id]);
+        if let Some(entry) = self.calls.get_mut(&key) {
+            entry.cut_off = true;
+        }
+        true
+    }
+
     /// Call `key`'s deadline passed: its caller is answered now. A written call is also
     /// cancelled on the server (through `wire`, if the connection is still there), and the
     /// session is told to check the connection.

@@ -106,6 +106,9 @@ pub(crate) struct CallEntry {
     /// The server asked for input (2026-07-28): neither written nor waiting while the
     /// application's handler answers, then sent again for the next round.
     pub held: bool,
+    /// The server closed a connection before it had read this request whole once already
+    /// (HTTP): it did not run, and was written again; the next time it is answered `refused`.
+    pub cut_off: bool,
     /// Rounds of input asked for so far.
     pub rounds: u32,
     /// The params of the original request, kept once the server asks for input: a re-send
@@ -197,6 +200,7 @@ impl CallEntry {
             held: false,
             rounds: 0,
             first_round: None,
+            cut_off: false,
             progress,
             started: now,
             span,

@@ -687,6 +687,16 @@ impl Session {
                     None => self.calls.fail_written(id, error),
                 }
             }
+            TransportEvent::Unwritten { id, error } => {
+                match self.live.as_ref().and_then(|l| l.listen.among(&[id])) {
+                    Some(_) => self.on_listen_failed(error, now),
+                    None => {
+                        if self.calls.cut_off(id, error) {
+                            self.perform(Action::FlushWaiting, now);
+                        }
+                    }
+                }
+            }
             TransportEvent::Interrupted { ids, error } => {
                 match self.live.as_ref().and_then(|l| l.listen.among(&ids)) {
                     // The listen stream broke: as the GET stream's loss, the connection's.

@@ -43,6 +43,14 @@ pub(crate) enum TransportEvent {
         /// What to answer.
         error: Error,
     },
+    /// This request did not reach the server whole: the server closed the connection while
+    /// it was being written, so it did not run. The connection (the session) may be fine.
+    Unwritten {
+        /// Our request id.
+        id: u64,
+        /// What to answer if it happens again.
+        error: Error,
+    },
     /// The answers to these requests were lost and cannot be recovered, though the connection
     /// still works: the retry rules decide what happens to them.
     Interrupted {

@@ -6,6 +6,7 @@
 
 pub mod alone;
 pub mod cutting_proxy;
+pub mod header_limit;
 pub mod http_server;
 pub mod interop;
 pub mod logs;

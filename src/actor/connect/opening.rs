@@ -157,7 +157,7 @@ impl Handshake<'_> {
                     message,
                     data,
                 },
-                Err(e) if e.kind() == Kind::InvalidResponse => {
+                Err(e) if matches!(e.kind(), Kind::InvalidResponse | Kind::Refused) => {
                     // An answer, but not a modern one (HTTP 400 with a legacy body, HTML, ...).
                     return Ok(Tried::other(format!(
                         "server/discover: {}",

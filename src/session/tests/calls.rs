@@ -171,6 +171,49 @@ fn a_request_the_transport_never_delivered_goes_out_after_the_reconnect_whatever
 }
 
 #[test]
+fn a_request_cut_off_while_it_was_written_is_written_once_more_then_refused_never_unknown() {
+    both_eras(|h, era| {
+        let cut_off = |h: &mut Harness, id: u64| {
+            let error = Error::refused(
+                "demo",
+                "tools/call",
+                None,
+                "the server closed the connection before it had read the whole request",
+            );
+            h.event(TransportEvent::Unwritten { id, error });
+        };
+        let answer = h.call(tool("counter").retry(RetryPolicy::Never));
+        let first = h.written();
+        cut_off(h, first[0]["id"].as_u64().unwrap());
+        assert!(
+            answer.take().is_none(),
+            "{era}: it did not run, so it goes again"
+        );
+        // Once more at once, on the same session, under a new request id.
+        let again = h.written();
+        assert_eq!(again.len(), 1, "{era}: {again:?}");
+        assert_ne!(again[0]["id"], first[0]["id"], "{era}");
+        assert_eq!(again[0]["params"]["name"], "counter");
+        assert_eq!(
+            h.counters().calls_resent,
+            0,
+            "{era}: it never reached the server"
+        );
+        cut_off(h, again[0]["id"].as_u64().unwrap());
+        assert_eq!(kind(&answer), Some(ErrorKind::Refused), "{era}");
+        assert!(h.written().is_empty(), "{era}: not a third time");
+        assert_eq!(h.state(), "ready", "{era}: the session is fine");
+        // Another call is not marked by this one's history: it gets its own second chance.
+        let other = h.call(tool("counter"));
+        let sent = h.written();
+        cut_off(h, sent[0]["id"].as_u64().unwrap());
+        let sent = h.written();
+        h.answer(&sent[0], json!({"content": []}));
+        assert!(matches!(other.take(), Some(Ok(_))), "{era}");
+    });
+}
+
+#[test]
 fn a_caller_who_left_has_its_call_cancelled_on_the_server_freed_and_counted() {
     both_eras(|h, era| {
         let gone = h.call(tool("slow"));

@@ -6,7 +6,8 @@
 //! session is gone (a 404, or a 400 that names the session — the request was not processed and
 //! the connection is over), the server is overloaded (429/503: `overloaded`, with its
 //! `Retry-After`, the request unprocessed), a refusal of this call alone (401/403, a redirect —
-//! never followed, so our credentials never reach another origin —, any other 4xx), or a server
+//! never followed, so our credentials never reach another origin —, any other 4xx: `refused`,
+//! it did not run; 413 and 431 say what the request weighed), or a server
 //! failure whose call follows the retry rules (other 5xx). The GET stream reads its own refusals
 //! with the same [`error_detail`] and [`session_gone`].
 
@@ -16,7 +17,7 @@ use awc::http::StatusCode;
 
 use super::overload::{is_overloaded, overloaded};
 use super::stream::{self, deliver, is_sse};
-use super::{Response, Shared};
+use super::{request, Response, Shared};
 use crate::config::redact_url;
 use crate::error::Error;
 use crate::protocol::jsonrpc::{parse_frame, Id, Inbound};
@@ -36,6 +37,10 @@ pub(super) struct Asked<'a> {
     /// A request of the 2026-07-28 revision: no session to capture, errors in the body
     /// whatever the status, no resumption.
     pub modern: bool,
+    /// Its own headers (2026-07-28), and its body's size: what a refusal as too large is
+    /// explained with.
+    pub headers: Option<&'a [(String, String)]>,
+    pub body_len: usize,
 }
 
 pub(super) async fn on_response(shared: &Shared, response: Response, asked: Asked<'_>) {
@@ -134,6 +139,7 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
         method,
         had_session,
         modern,
+        ..
     } = asked;
     let status = response.status();
     let retry_after = shared.retry_after(&response);
@@ -198,6 +204,20 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
             "initialize answered HTTP {}: {detail}",
             status.as_u16()
         )),
+        // Refused before it ran (400, 405, 413, 431, ...): the call did not happen.
+        400..=499 => {
+            let mut reason = format!("HTTP {status}");
+            if !detail.trim().is_empty() {
+                reason.push_str(&format!(": {}", detail.trim()));
+            }
+            if matches!(status.as_u16(), 413 | 414 | 431) {
+                reason.push_str(&format!(
+                    "; {}",
+                    request::size_of(shared, asked.headers, asked.body_len)
+                ));
+            }
+            Error::refused(&shared.server, method, Some(status.as_u16()), reason)
+        }
         _ => Error::invalid_response(
             &shared.server,
             method,

@@ -6,7 +6,8 @@
 //! makes the request an error, never one without it),
 //! `Accept`/`Accept-Encoding`/`Content-Type`, `Mcp-Session-Id` (taken from the first answer that carries one)
 //! and `MCP-Protocol-Version` (once the handshake agreed on one), and `Last-Event-ID` on a
-//! resuming GET. Sending and reading the answers is the callers' business.
+//! resuming GET. Sending and reading the answers is the callers' business; what a request weighed,
+//! to explain a server that refused it as too large, is told here ([`size_of`]).
 
 use awc::http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use awc::ClientRequest;
@@ -63,6 +64,51 @@ pub(super) fn delete(shared: &Shared, session: String) -> Result<ClientRequest, 
     Ok(shared
         .request(shared.client.delete(&shared.url))?
         .insert_header((SESSION_HEADER, session)))
+}
+
+/// Headers past this size are over some servers' limit (Node's is 16 KiB, nginx's lines 8 KiB):
+/// worth a word when a server refused or cut off a request.
+const HEADERS_OFTEN_REFUSED: usize = 8 * 1024;
+
+/// What a request weighed on the wire, to explain a server that refused it (413, 431) or closed
+/// the connection before it had read it whole: its headers (the configured ones and, in the
+/// 2026-07-28 revision, its own — `Mcp-Param-*` mirrors tool arguments), the largest of them,
+/// and its body. The token's header is not counted: it is never named in an error.
+pub(super) fn size_of(shared: &Shared, modern: Option<&[(String, String)]>, body: usize) -> String {
+    // "Name: value\r\n" per header.
+    let configured = shared
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), name.as_str().len() + value.len() + 4));
+    let own = modern
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| (name.as_str(), name.len() + value.len() + 4));
+    let (mut total, mut largest) = (0usize, None::<(&str, usize)>);
+    for (name, size) in configured.chain(own) {
+        total = total.saturating_add(size);
+        if largest.is_none_or(|(_, most)| size > most) {
+            largest = Some((name, size));
+        }
+    }
+    let mut text = format!("the request had {} of headers", bytes(total));
+    if let Some((name, size)) = largest.filter(|_| total > HEADERS_OFTEN_REFUSED) {
+        text.push_str(&format!(", the largest {name} at {},", bytes(size)));
+    }
+    text.push_str(&format!(" and a body of {}", bytes(body)));
+    if total > HEADERS_OFTEN_REFUSED {
+        text.push_str("; many servers refuse more than 8 to 16 KB of headers");
+    }
+    text
+}
+
+/// `n` bytes for a person: "312 B", "266.2 KB".
+fn bytes(n: usize) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KB", n as f64 / 1024.0),
+        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
+    }
 }
 
 impl Shared {

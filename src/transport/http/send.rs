@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::{answer, authorize, request, Shared};
+use crate::error::Error;
 use crate::transport::{Outgoing, TransportEvent};
 
 /// What a message brings along: for a request of the 2026-07-28 revision, its headers (which
@@ -186,6 +187,29 @@ async fn post(
                     .await;
                 return;
             }
+            // Writing the request failed: the server closed the connection before it had read
+            // it whole (a server refusing headers over its limit answers 431 and closes while
+            // we still write; so does a stale pooled connection). A request the server never
+            // had whole did not run: it is written once more, then refused (see
+            // `CallTable::cut_off`). A failure after the last byte was written comes as
+            // another error below.
+            Err(SendRequestError::Send(e)) => {
+                let why = format!(
+                    "the server closed the connection before it had read the whole request ({e}); {}",
+                    request::size_of(&shared, headers.as_deref(), body.len())
+                );
+                match id {
+                    Some(id) => {
+                        let method = method.as_deref().unwrap_or("");
+                        let error = Error::refused(&shared.server, method, None, why);
+                        shared.emit(TransportEvent::Unwritten { id, error }).await
+                    }
+                    None => {
+                        tracing::warn!(server = %shared.server, error = %why, "a notification was not sent")
+                    }
+                }
+                return;
+            }
             Err(e) => {
                 // This one exchange failed (a reset socket, a garbled answer): the session may
                 // well be fine. Its call follows the retry rules.
@@ -220,6 +244,8 @@ async fn post(
                 method: method.as_deref().unwrap_or(""),
                 had_session,
                 modern,
+                headers: headers.as_deref(),
+                body_len: body.len(),
             },
         )
         .await;

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use mcp_supervisor::protocol::era::Era as ClientEra;
-use mcp_supervisor::{Call, CallTool, ServerConfig};
+use mcp_supervisor::{Call, CallTool, ErrorKind, ServerConfig};
 use serde_json::json;
 
+use crate::common::header_limit::HeaderLimit;
 use crate::common::http_server::{Era, TestHttpServer, INVALID_HEADER_TOOLS};
 use crate::common::*;
 
@@ -67,6 +68,79 @@ async fn modern_requests_carry_the_revisions_headers_and_no_session() {
     for bad in INVALID_HEADER_TOOLS {
         assert_eq!(server.stats().tool_calls(bad), 0);
     }
+}
+
+/// A request the server refuses before it runs (here a 266 KB argument mirrored into a header:
+/// actix-web answers 431 and closes the connection while the request is still being written)
+/// is `refused`, saying what the request weighed, never `outcome_unknown`; and the connection
+/// carries on.
+#[actix::test]
+async fn a_call_refused_for_its_header_size_did_not_run_and_says_why() {
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().modern_tools(true);
+    let (sup, events) =
+        start_supervisor(quick_settings(), [ServerConfig::http("web", server.url())]);
+    events.ready("web", 1).await;
+    let region = "r".repeat(266 * 1024);
+    let call = CallTool::new(
+        "web",
+        "echo_region",
+        json!({"region": region, "text": "hi"}),
+    )
+    .timeout(Duration::from_secs(10));
+    let error = sup.send(call).await.unwrap().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Refused, "{error}");
+    let text = error.to_string();
+    assert!(text.contains("before running it"), "{text}");
+    assert!(
+        text.contains("Mcp-Param-Region"),
+        "names the header: {text}"
+    );
+    assert!(text.contains("266."), "says its size: {text}");
+    assert_eq!(server.stats().tool_calls("echo_region"), 0);
+    let small = CallTool::new("web", "echo_region", json!({"region": "us", "text": "hi"}))
+        .timeout(Duration::from_secs(5));
+    let result = sup.send(small).await.unwrap().expect("the server is fine");
+    assert_eq!(text_of(&result), "us: hi");
+    assert_eq!(status(&sup, "web").await.state.name(), "ready");
+    sup.send(mcp_supervisor::Shutdown).await.unwrap();
+}
+
+/// A larger request in front of a server that refuses heads over 16 KiB as Node's does: it
+/// answers 431 and resets the connection while the request is still being written, so the
+/// client never reads the 431. The request did not run: it is written once more on a new
+/// connection (a stale pooled connection fails the same way), then `refused`.
+#[actix::test]
+async fn a_call_cut_off_while_it_was_written_did_not_run_and_says_why() {
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().modern_tools(true);
+    let limit = HeaderLimit::start(server.port(), 16 * 1024).await;
+    let url = format!("http://127.0.0.1:{}/mcp", limit.port);
+    let (sup, events) = start_supervisor(quick_settings(), [ServerConfig::http("web", url)]);
+    events.ready("web", 1).await;
+    let region = "r".repeat(2 * 1024 * 1024);
+    let call = CallTool::new(
+        "web",
+        "echo_region",
+        json!({"region": region, "text": "hi"}),
+    )
+    .timeout(Duration::from_secs(10));
+    let error = sup.send(call).await.unwrap().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Refused, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("Mcp-Param-Region"),
+        "names the header: {text}"
+    );
+    // Cut off while it was written, it was written once more; had the client read the 431
+    // first, once.
+    assert!((1..=2).contains(&limit.refused()), "{}", limit.refused());
+    assert_eq!(server.stats().tool_calls("echo_region"), 0);
+    let small = CallTool::new("web", "echo_region", json!({"region": "us", "text": "hi"}))
+        .timeout(Duration::from_secs(5));
+    let result = sup.send(small).await.unwrap().expect("the server is fine");
+    assert_eq!(text_of(&result), "us: hi");
+    sup.send(mcp_supervisor::Shutdown).await.unwrap();
 }
 
 #[actix::test]

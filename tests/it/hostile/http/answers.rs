@@ -77,6 +77,32 @@ async fn a_post_answered_with_json_that_is_not_json_rpc_is_an_invalid_response()
     .await;
 }
 
+/// A 4xx with a body that is no JSON-RPC error: the server refused the call before it ran —
+/// `refused`, with the status, never `outcome_unknown` or `invalid_response`.
+async fn a_post_answered_with_a_plain_4xx_is_refused_and_did_not_run() {
+    for (status, says) in [(400, "HTTP 400 Bad Request: nope"), (413, "a body of")] {
+        let server = http_server().await;
+        let (sup, _events) = start(&server).await;
+        server
+            .faults()
+            .canned(tools_call(), Canned::status(status).body("nope").times(1));
+        let err = sup.send(echo("x")).await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Refused, "{err}");
+        assert!(err.to_string().contains(says), "{err}");
+        match &err {
+            Error::Refused { status: got, .. } => assert_eq!(*got, Some(status)),
+            other => panic!("{other:?}"),
+        }
+        let ok = sup
+            .send(echo("after"))
+            .await
+            .unwrap()
+            .expect("the session carries on");
+        assert_eq!(text_of(&ok), "after");
+        sup.send(Shutdown).await.unwrap();
+    }
+}
+
 async fn a_compressed_post_answer_is_refused_not_misread() {
     a_post_answer_fails_its_call_at_once(
         Canned::status(200)
@@ -344,6 +370,7 @@ in_both_eras!(
     a_post_answered_with_html_is_an_invalid_response,
     a_post_answered_with_an_empty_body_is_an_invalid_response,
     a_post_answered_with_json_that_is_not_json_rpc_is_an_invalid_response,
+    a_post_answered_with_a_plain_4xx_is_refused_and_did_not_run,
     a_compressed_post_answer_is_refused_not_misread,
     a_json_body_that_never_ends_is_cut_at_max_message_bytes,
     a_post_answer_with_an_oversized_header_fails_only_its_call,
