@@ -120,14 +120,16 @@ pub struct Reparsed {
 }
 
 /// Refuses JSON text whose arrays and objects nest deeper than `limit`. Cheap for the usual
-/// result: text with no more than `limit` bytes, or `limit` opening brackets, cannot nest
-/// deeper, which its length or one pass
+/// result: text shorter than twice `limit`, or with no more than `limit` opening brackets,
+/// cannot nest deeper (as valid JSON), which its length or one pass
 /// over its bytes tells (a branch-free count the compiler vectorises: a search that stops at
 /// each bracket costs more for the few a result has); other text is walked once, its strings
 /// skipped whole.
 fn too_deep(json: &[u8], limit: usize) -> Result<(), serde_json::Error> {
-    // Fewer bytes than the limit are fewer brackets: most results are short.
-    if json.len() <= limit {
+    // JSON nested deeper than `limit` holds more than `limit` opening brackets and as many
+    // closing ones; shorter text is not that deep, or not JSON, which its parse then refuses
+    // anyway. Most results are short.
+    if json.len() <= 2 * limit + 1 {
         return Ok(());
     }
     // Counted in chunks small enough for a byte-wide sum, which the compiler keeps in vector
