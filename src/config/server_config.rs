@@ -70,6 +70,7 @@ impl ServerConfig {
                 headers: BTreeMap::new(),
                 #[cfg(feature = "http")]
                 oauth: None,
+                shown_url: None,
             }),
             overrides: Overrides::default(),
             misuse: None,

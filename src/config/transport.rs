@@ -21,7 +21,7 @@ pub enum Transport {
 }
 
 /// A Streamable HTTP endpoint.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
     pub url: String,
@@ -32,14 +32,38 @@ pub struct HttpConfig {
     /// most servers have none).
     #[cfg(feature = "http")]
     pub oauth: Option<Box<super::OAuthConfig>>,
+    /// The URL as written in the configuration file, when it held a `${VAR}` reference
+    /// (`https://mcp.example.com/${API_KEY}/mcp`): what `Debug`, logs and errors show, since
+    /// hosted servers put keys in the path too, where [`redact_url`] cannot tell them.
+    pub(super) shown_url: Option<String>,
+}
+
+// Equal when they reach the same server the same way: how the URL is shown is no part of it.
+impl PartialEq for HttpConfig {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(feature = "http")]
+        if self.oauth != other.oauth {
+            return false;
+        }
+        self.url == other.url && self.headers == other.headers
+    }
+}
+
+impl HttpConfig {
+    /// The URL fit for logs, errors and `Debug`: as written when it was expanded from
+    /// variables, and without userinfo or query either way.
+    pub(crate) fn shown_url(&self) -> String {
+        redact_url(self.shown_url.as_deref().unwrap_or(&self.url))
+    }
 }
 
 // Header values are credentials more often than not: Debug shows their names only, and the
-// URL without its userinfo and query (where hosted servers often put API keys).
+// URL as written (when it held variables) and without its userinfo and query (where hosted
+// servers often put API keys).
 impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut f = f.debug_struct("HttpConfig");
-        f.field("url", &redact_url(&self.url))
+        f.field("url", &self.shown_url())
             .field("headers", &self.headers.keys().collect::<Vec<_>>());
         #[cfg(feature = "http")]
         f.field("oauth", &self.oauth);

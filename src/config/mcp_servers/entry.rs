@@ -248,6 +248,9 @@ fn parse_http(
         None => return Err(at.error("url", "missing")),
     };
     let mut config = ServerConfig::http(at.name, url);
+    if let (Transport::Http(http), Some((template, _))) = (&mut config.transport, &shown.url) {
+        http.shown_url = Some(template.clone());
+    }
     for (k, v) in string_map(at, obj, "headers")? {
         config = config.header(k, v);
     }

@@ -35,6 +35,37 @@ fn claude_code_variables_expand_in_every_field() {
     assert!(shown.contains("--token=${TOKEN}"), "{shown}");
 }
 
+/// A key in a URL's path (hosted servers put them there: `https://host/${KEY}/mcp`) is shown
+/// as written — in `Debug`, and in what the transport says of the URL — while the server is
+/// reached at the expanded URL.
+#[test]
+#[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
+fn a_variable_in_a_urls_path_is_shown_as_written_never_expanded() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {
+                "z": {"type": "http", "url": "https://u:${TOKEN}@mcp.example/${TOKEN}/sse?k=${TOKEN}"}
+            }}"#,
+        )
+        .unwrap();
+    let config = only(loaded);
+    let h = http(&config);
+    assert_eq!(
+        h.url,
+        "https://u:tok-SECRET-1@mcp.example/tok-SECRET-1/sse?k=tok-SECRET-1"
+    );
+    assert_eq!(h.shown_url(), "https://***@mcp.example/${TOKEN}/sse?***");
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(shown.contains("mcp.example/${TOKEN}/sse"), "{shown}");
+    // How it is shown is no part of what it is.
+    assert_eq!(
+        config,
+        ServerConfig::http("z", h.url.clone()),
+        "equal to the same URL given in code"
+    );
+}
+
 /// The original functions expand from the process's environment too.
 #[test]
 fn the_strict_functions_expand_from_the_process_environment() {
