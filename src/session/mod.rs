@@ -517,9 +517,9 @@ impl Session {
             return reply.answer(&self.name, Err(e));
         }
         self.open_call(call, Replier::Caller(reply), now);
-        let sweep = saturating_add(now, CALLER_SWEEP);
-        if self.timers.caller_sweep(sweep) {
-            self.moved_to(sweep);
+        let sweep = || saturating_add(now, CALLER_SWEEP);
+        if self.timers.caller_sweep_at(sweep) {
+            self.moved_to(sweep());
         }
     }
 

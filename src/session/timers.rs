@@ -47,8 +47,8 @@ pub(crate) struct Timers {
 }
 
 impl Timers {
-    /// Adds call `key`'s (new) deadline `at`; `live` is the number of calls, `current` tells
-    /// an item that is still a call's deadline from a stale one.
+    /// Adds call `key`'s (new) deadline `at`; `live` is the number of calls (`key` among
+    /// them), `current` tells an item that is still a call's deadline from a stale one.
     pub fn call(
         &mut self,
         at: Instant,
@@ -56,7 +56,10 @@ impl Timers {
         live: usize,
         current: impl Fn(u64, Instant) -> bool,
     ) {
-        if self.calls.len() > 2 * live + 64 {
+        if live == 1 && current(key, at) {
+            // This is the one call there is: every other item is stale (serial callers).
+            self.calls.clear();
+        } else if self.calls.len() > 2 * live + 64 {
             self.calls.retain(|Reverse((at, k))| current(*k, *at));
         }
         self.calls.push(Reverse((at, key)));
@@ -96,9 +99,15 @@ impl Timers {
 
     /// Arms the look for abandoned calls, unless it is armed; whether it armed it.
     pub fn caller_sweep(&mut self, at: Instant) -> bool {
+        self.caller_sweep_at(|| at)
+    }
+
+    /// As [`Timers::caller_sweep`], with the instant made only if it is armed (every call
+    /// asks).
+    pub fn caller_sweep_at(&mut self, at: impl FnOnce() -> Instant) -> bool {
         let arm = self.caller_sweep.is_none();
         if arm {
-            self.caller_sweep = Some(at);
+            self.caller_sweep = Some(at());
         }
         arm
     }
@@ -207,5 +216,22 @@ mod tests {
         assert_eq!(timers.next(current), Some(now + s(8)));
         assert_eq!(timers.pop_due(now + s(7), current), None);
         assert_eq!(timers.pop_due(now + s(8), current), Some(Timer::Call(1)));
+    }
+
+    #[test]
+    fn the_one_call_in_the_table_drops_the_stale_items_and_no_live_one() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        let mut timers = Timers::default();
+        // Serial calls: each finished before the next, whose deadline leaves no stale item.
+        let only = |k: u64| move |key: u64, _: Instant| key == k;
+        for key in 1..=100 {
+            timers.call(now + s(key), key, 1, only(key));
+        }
+        assert_eq!(timers.calls.len(), 1);
+        // A call answered at once (gone from the table) beside a live one: nothing is lost.
+        let live = |key: u64, _: Instant| key == 100;
+        timers.call(now + s(200), 101, 1, live);
+        assert_eq!(timers.next(live), Some(now + s(100)));
     }
 }
