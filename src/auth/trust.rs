@@ -179,7 +179,7 @@ fn never(ip: &str) -> String {
 /// HTTPS, or plain HTTP to a loopback host: a redirect URI (where the user's browser goes;
 /// OAuth 2.1 §1.5 allows loopback ones) and the token store's checks.
 pub fn require_secure(url: &str) -> Result<(), String> {
-    let parsed = Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let parsed = Url::parse(url).map_err(|e| format!("`{}` is not a URL: {e}", redact_url(url)))?;
     match parsed.scheme() {
         "https" => Ok(()),
         "http" if is_loopback(&parsed) => Ok(()),

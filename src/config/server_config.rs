@@ -70,7 +70,6 @@ impl ServerConfig {
                 headers: BTreeMap::new(),
                 #[cfg(feature = "http")]
                 oauth: None,
-                shown_url: None,
             }),
             overrides: Overrides::default(),
             misuse: None,

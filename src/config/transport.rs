@@ -21,7 +21,7 @@ pub enum Transport {
 }
 
 /// A Streamable HTTP endpoint.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct HttpConfig {
     /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
     pub url: String,
@@ -32,38 +32,15 @@ pub struct HttpConfig {
     /// most servers have none).
     #[cfg(feature = "http")]
     pub oauth: Option<Box<super::OAuthConfig>>,
-    /// The URL as written in the configuration file, when it held a `${VAR}` reference
-    /// (`https://mcp.example.com/${API_KEY}/mcp`): what `Debug`, logs and errors show, since
-    /// hosted servers put keys in the path too, where [`redact_url`] cannot tell them.
-    pub(super) shown_url: Option<String>,
-}
-
-// Equal when they reach the same server the same way: how the URL is shown is no part of it.
-impl PartialEq for HttpConfig {
-    fn eq(&self, other: &Self) -> bool {
-        #[cfg(feature = "http")]
-        if self.oauth != other.oauth {
-            return false;
-        }
-        self.url == other.url && self.headers == other.headers
-    }
-}
-
-impl HttpConfig {
-    /// The URL fit for logs, errors and `Debug`: as written when it was expanded from
-    /// variables, and without userinfo or query either way.
-    pub(crate) fn shown_url(&self) -> String {
-        redact_url(self.shown_url.as_deref().unwrap_or(&self.url))
-    }
 }
 
 // Header values are credentials more often than not: Debug shows their names only, and the
-// URL as written (when it held variables) and without its userinfo and query (where hosted
-// servers often put API keys).
+// URL without its userinfo and query (where hosted servers often put API keys), its path as
+// written when it held variables.
 impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut f = f.debug_struct("HttpConfig");
-        f.field("url", &self.shown_url())
+        f.field("url", &redact_url(&self.url))
             .field("headers", &self.headers.keys().collect::<Vec<_>>());
         #[cfg(feature = "http")]
         f.field("oauth", &self.oauth);
@@ -161,21 +138,74 @@ pub(crate) fn missing_transport(server: &str, transport: &Transport) -> Error {
 }
 
 /// A URL fit for logs: without `user:password@` and without the query string, where API keys
-/// tend to live.
+/// tend to live; and with the path of a configured URL that held variables as it was written
+/// (see [`show_path_as_written`]), wherever it appears in this one.
 pub(crate) fn redact_url(url: &str) -> String {
+    let (scheme, authority, path) = parts(url);
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let hidden = if authority.contains('@') { "***@" } else { "" };
+    let query = if url.contains('?') { "?***" } else { "" };
+    let mut path = path.to_owned();
+    if let Ok(written) = WRITTEN_PATHS.read() {
+        for (expanded, as_written) in written.iter() {
+            if path.contains(expanded.as_str()) {
+                path = path.replace(expanded.as_str(), as_written);
+            }
+        }
+    }
+    if scheme.is_empty() {
+        format!("{hidden}{host}{path}{query}")
+    } else {
+        format!("{scheme}://{hidden}{host}{path}{query}")
+    }
+}
+
+/// What a variable must expand to, at least, to be hidden in a path: keys are longer.
+const MIN_KEY_LEN: usize = 8;
+
+/// How many items two sequences share at their start.
+fn common(a: impl Iterator<Item = u8>, b: impl Iterator<Item = u8>) -> usize {
+    a.zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A URL's scheme, authority and path (without query and fragment).
+fn parts(url: &str) -> (&str, &str, &str) {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let rest = rest.split(['?', '#']).next().unwrap_or(rest);
     let (authority, path) = match rest.find('/') {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
     };
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    let hidden = if authority.contains('@') { "***@" } else { "" };
-    let query = if url.contains('?') { "?***" } else { "" };
-    if scheme.is_empty() {
-        format!("{hidden}{host}{path}{query}")
-    } else {
-        format!("{scheme}://{hidden}{host}{path}{query}")
+    (scheme, authority, path)
+}
+
+/// The paths of configured URLs that held variables, expanded and as written. A key in a path
+/// (`https://host/${KEY}/sse`) is no part of what [`redact_url`] can tell by its shape, and the
+/// URLs made from a server's URL — the OAuth metadata URL puts its path after
+/// `/.well-known/oauth-protected-resource` — are put together and quoted deep in code that
+/// knows no configuration: so the loader tells them here, once per URL, and every URL shown
+/// shows such a path as written. Process-wide and bounded (a configuration has a few).
+static WRITTEN_PATHS: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
+const MAX_WRITTEN_PATHS: usize = 1024;
+
+/// `url` was expanded from `template`: if their paths differ, `url`'s path is shown as written
+/// wherever a shown URL holds it (see [`WRITTEN_PATHS`]).
+pub(crate) fn show_path_as_written(url: &str, template: &str) {
+    let (_, _, expanded) = parts(url);
+    let (_, _, as_written) = parts(template);
+    // What the variables in the path became: what differs between the two. A short value
+    // (`/${VERSION}/mcp`) is no key, and hiding it would garble other URLs that hold it.
+    let same_start = common(expanded.bytes(), as_written.bytes());
+    let same_end = common(expanded.bytes().rev(), as_written.bytes().rev());
+    let value = expanded.len().saturating_sub(same_start + same_end);
+    if !as_written.contains('$') || value < MIN_KEY_LEN {
+        return;
+    }
+    let Ok(mut written) = WRITTEN_PATHS.write() else {
+        return;
+    };
+    if written.len() < MAX_WRITTEN_PATHS && !written.iter().any(|(e, _)| e == expanded) {
+        written.push((expanded.to_owned(), as_written.to_owned()));
     }
 }
 
@@ -197,6 +227,29 @@ mod tests {
         assert_eq!(redact_url("http://h"), "http://h");
         let cfg = ServerConfig::http("h", "https://h.example/mcp?api_key=s3cret");
         assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_path_is_shown_as_written_only_where_a_key_went_into_it() {
+        show_path_as_written(
+            "https://h.example/k3y-0f-a-t3st-only/mcp",
+            "https://h.example/${SHOWN_KEY}/mcp",
+        );
+        assert_eq!(
+            redact_url("https://other.example/.well-known/x/k3y-0f-a-t3st-only/mcp"),
+            "https://other.example/.well-known/x/${SHOWN_KEY}/mcp"
+        );
+        // A short value is no key; a URL that is one variable has no path as written.
+        show_path_as_written("https://h.example/v2/mcp", "https://h.example/${V}/mcp");
+        show_path_as_written("https://h.example/whole-url-path", "${WHOLE_URL}");
+        assert_eq!(
+            redact_url("https://h.example/v2/mcp"),
+            "https://h.example/v2/mcp"
+        );
+        assert_eq!(
+            redact_url("https://h.example/whole-url-path"),
+            "https://h.example/whole-url-path"
+        );
     }
 
     #[test]

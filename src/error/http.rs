@@ -107,6 +107,7 @@ mod tests {
             (Unauthorized, 502, false),
             (UnsupportedProtocolVersion, 502, false),
             (InvalidResponse, 502, false),
+            (Refused, 502, false),
             (Rpc, 502, false),
             (Overloaded, 503, true),
             (ServerNotFound, 404, false),

@@ -689,7 +689,9 @@ impl Session {
             }
             TransportEvent::Unwritten { id, error } => {
                 match self.live.as_ref().and_then(|l| l.listen.among(&[id])) {
-                    Some(_) => self.on_listen_failed(error, now),
+                    // Not refused: never read whole (a stale pooled connection, mostly). Opened
+                    // again, as a stream the server ended, no sooner than streams are.
+                    Some(_) => self.on_listen_end(&Id::Number(id as i64), Ok(()), now),
                     None => {
                         if self.calls.cut_off(id, error) {
                             self.perform(Action::FlushWaiting, now);

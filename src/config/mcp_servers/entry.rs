@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::expand::{Expanded, Vars};
 use super::own_settings::{self, OWN_KEY};
 use super::{env_file, ServerConfig};
+use crate::config::transport::show_path_as_written;
 #[cfg(feature = "http")]
 use crate::config::OAuthConfig;
 use crate::config::{Settings, Transport};
@@ -248,8 +249,8 @@ fn parse_http(
         None => return Err(at.error("url", "missing")),
     };
     let mut config = ServerConfig::http(at.name, url);
-    if let (Transport::Http(http), Some((template, _))) = (&mut config.transport, &shown.url) {
-        http.shown_url = Some(template.clone());
+    if let (Transport::Http(http), Some((template, _))) = (&config.transport, &shown.url) {
+        show_path_as_written(&http.url, template);
     }
     for (k, v) in string_map(at, obj, "headers")? {
         config = config.header(k, v);

@@ -74,6 +74,31 @@ fn a_listen_that_never_opened_keeps_the_connection_and_tells_its_subscriber_why(
 }
 
 #[test]
+fn a_listen_cut_off_while_it_was_written_is_opened_again_not_given_up() {
+    let mut h = connected();
+    let answer = subscribe(&mut h, "demo://a");
+    let [id] = listens(&h)[..] else {
+        panic!("one listen")
+    };
+    let error = Error::refused(
+        "demo",
+        "subscriptions/listen",
+        None,
+        "the server closed the connection before it had read the whole request",
+    );
+    h.event(TransportEvent::Unwritten { id, error });
+    assert!(answer.take().is_none(), "its subscriber still waits");
+    assert_eq!(h.state(), "ready");
+    h.advance(crate::session::listen::REOPEN_AFTER);
+    let [again] = listens(&h)[..] else {
+        panic!("opened again")
+    };
+    assert_ne!(again, id);
+    acknowledge(&mut h, again);
+    assert!(matches!(answer.take(), Some(Ok(_))));
+}
+
+#[test]
 fn a_listen_refused_as_overloaded_is_asked_again_after_the_servers_wait() {
     let mut h = connected();
     let first = subscribe(&mut h, "demo://a");

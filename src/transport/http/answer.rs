@@ -207,14 +207,13 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
         // Refused before it ran (400, 405, 413, 431, ...): the call did not happen.
         400..=499 => {
             let mut reason = format!("HTTP {status}");
+            // What the request weighed first: the server's text after it may be long.
+            if matches!(status.as_u16(), 413 | 431) {
+                let size = request::size_of(shared, asked.headers, asked.body_len);
+                reason.push_str(&format!(" ({size})"));
+            }
             if !detail.trim().is_empty() {
                 reason.push_str(&format!(": {}", detail.trim()));
-            }
-            if matches!(status.as_u16(), 413 | 414 | 431) {
-                reason.push_str(&format!(
-                    "; {}",
-                    request::size_of(shared, asked.headers, asked.body_len)
-                ));
             }
             Error::refused(&shared.server, method, Some(status.as_u16()), reason)
         }

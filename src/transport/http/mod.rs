@@ -67,7 +67,7 @@ use tokio::sync::{mpsc, Notify};
 use super::backlog::Backlog;
 use super::{Connection, Outbound, SkipCounters, TransportEvent};
 use crate::auth;
-use crate::config::{HttpConfig, Settings};
+use crate::config::{redact_url, HttpConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
 use crate::protocol::text::server_text;
@@ -195,7 +195,7 @@ pub(crate) fn connect(
         server: server.clone(),
         client,
         url: config.url.clone(),
-        shown_url: config.shown_url(),
+        shown_url: redact_url(&config.url),
         headers,
         auth,
         session: RefCell::new(None),

@@ -12,11 +12,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use serde_json::json;
 
 use super::{connect, EVENTS_CAPACITY};
-use crate::config::{Settings, Transport};
+use crate::config::{HttpConfig, Settings};
 use crate::protocol::jsonrpc::{self, Inbound};
 use crate::transport::backlog::MAX_BACKLOG;
 use crate::transport::{Connection, SkipCounters, TransportEvent};
-use crate::ServerConfig;
 
 /// What the flood server writes before it stops on its own: far more than the socket buffers
 /// on both sides hold (the receive buffer is not tuned up while the reader does not read).
@@ -68,13 +67,14 @@ async fn flooded(message: String, settings: &Settings) -> (Connection, Arc<Atomi
     let port = listener.local_addr().expect("its address").port();
     let written = Arc::new(AtomicUsize::new(0));
     actix::spawn(flood(listener, message, written.clone()));
-    let config = ServerConfig::http("flood", format!("http://127.0.0.1:{port}/mcp"));
-    let Transport::Http(config) = config.transport() else {
-        unreachable!("an HTTP server")
+    let config = HttpConfig {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Default::default(),
+        oauth: None,
     };
     let connection = connect(
         &Arc::from("flood"),
-        config,
+        &config,
         settings,
         Arc::new(SkipCounters::default()),
     )

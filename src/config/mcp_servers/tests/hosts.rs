@@ -36,8 +36,8 @@ fn claude_code_variables_expand_in_every_field() {
 }
 
 /// A key in a URL's path (hosted servers put them there: `https://host/${KEY}/mcp`) is shown
-/// as written — in `Debug`, and in what the transport says of the URL — while the server is
-/// reached at the expanded URL.
+/// as written — in `Debug`, in what the transport says of the URL, and in the URLs made from
+/// it — while the server is reached at the expanded URL.
 #[test]
 #[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn a_variable_in_a_urls_path_is_shown_as_written_never_expanded() {
@@ -54,15 +54,17 @@ fn a_variable_in_a_urls_path_is_shown_as_written_never_expanded() {
         h.url,
         "https://u:tok-SECRET-1@mcp.example/tok-SECRET-1/sse?k=tok-SECRET-1"
     );
-    assert_eq!(h.shown_url(), "https://***@mcp.example/${TOKEN}/sse?***");
-    let shown = format!("{config:?}");
-    assert!(!shown.contains("SECRET"), "{shown}");
-    assert!(shown.contains("mcp.example/${TOKEN}/sse"), "{shown}");
-    // How it is shown is no part of what it is.
+    let shown = crate::config::redact_url(&h.url);
+    assert_eq!(shown, "https://***@mcp.example/${TOKEN}/sse?***");
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("SECRET"), "{debug}");
+    assert!(debug.contains("mcp.example/${TOKEN}/sse"), "{debug}");
+    // A URL made from it (the OAuth protected-resource metadata URL) shows the path as
+    // written too.
+    let metadata = "https://mcp.example/.well-known/oauth-protected-resource/tok-SECRET-1/sse";
     assert_eq!(
-        config,
-        ServerConfig::http("z", h.url.clone()),
-        "equal to the same URL given in code"
+        crate::config::redact_url(metadata),
+        "https://mcp.example/.well-known/oauth-protected-resource/${TOKEN}/sse"
     );
 }
 
