@@ -320,7 +320,7 @@ impl Handshake<'_> {
                     );
                 }
                 TransportEvent::CallFailed { id: got, error } if got == id => return Err(error),
-                TransportEvent::Interrupted { ids, error } if ids.contains(&id) => {
+                TransportEvent::Interrupted { ids, error, .. } if ids.contains(&id) => {
                     return Err(error)
                 }
                 // Not a refusal of a call: the attempt fails as any other, and is retried.

@@ -277,6 +277,18 @@ impl ListenStream {
             .map(|l| l.acknowledged)
     }
 
+    /// The current listen's request never reached the server whole, or its exchange broke
+    /// before the acknowledgement (a reset or closed connection): no refusal, so it is opened
+    /// again as a stream the server ended is, its subscribers still waiting.
+    pub fn cut(&mut self, now: Instant) -> Ended {
+        let Some(listen) = self.current.as_ref() else {
+            return Ended::Nothing;
+        };
+        let at = saturating_add(listen.opened, REOPEN_AFTER).max(now);
+        tracing::debug!(server = %listen.server, wait_ms = at.saturating_duration_since(now).as_millis() as u64, "the listen stream's request was cut off; opening it again");
+        Ended::ReopenAt(at)
+    }
+
     /// The current listen's request failed before it was acknowledged: it never opened.
     pub fn failed(&mut self, error: Error, now: Instant) -> Ended {
         let Some(listen) = self.current.as_ref() else {

@@ -689,9 +689,7 @@ impl Session {
             }
             TransportEvent::Unwritten { id, error } => {
                 match self.live.as_ref().and_then(|l| l.listen.among(&[id])) {
-                    // Not refused: never read whole (a stale pooled connection, mostly). Opened
-                    // again, as a stream the server ended, no sooner than streams are.
-                    Some(_) => self.on_listen_end(&Id::Number(id as i64), Ok(()), now),
+                    Some(_) => self.on_listen_cut(now),
                     None => {
                         if self.calls.cut_off(id, error) {
                             self.perform(Action::FlushWaiting, now);
@@ -699,12 +697,16 @@ impl Session {
                     }
                 }
             }
-            TransportEvent::Interrupted { ids, error } => {
+            TransportEvent::Interrupted { ids, error, socket } => {
                 match self.live.as_ref().and_then(|l| l.listen.among(&ids)) {
                     // The listen stream broke: as the GET stream's loss, the connection's.
                     Some(true) => self.connection_lost(error, now),
                     listen => {
-                        if listen.is_some() {
+                        if listen.is_some() && socket {
+                            // It never opened because its socket closed under it: no answer
+                            // about listening at all.
+                            self.on_listen_cut(now);
+                        } else if listen.is_some() {
                             // It never opened: as a GET stream that cannot be read, not the
                             // connection's loss.
                             self.on_listen_failed(error.clone(), now);
@@ -1033,6 +1035,21 @@ impl Session {
             self.timers.listen_reopen(at, seq);
             self.moved_to(at);
         }
+    }
+
+    /// The listen's request was cut off before it opened (see [`ListenStream::cut`]): opened
+    /// again, and the server checked — it may be gone, and with no stream open nothing else
+    /// would tell while the connection is idle.
+    fn on_listen_cut(&mut self, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let seq = live.seq;
+        if let Ended::ReopenAt(at) = live.listen.cut(now) {
+            self.timers.listen_reopen(at, seq);
+            self.moved_to(at);
+        }
+        self.check_liveness(now);
     }
 
     fn on_listen_end(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) {

@@ -58,6 +58,9 @@ pub(crate) enum TransportEvent {
         ids: Vec<u64>,
         /// Why.
         error: Error,
+        /// Its socket closed or was reset before any answer came (rather than an answer that
+        /// could not be read, or a 5xx): nothing says whether the server is still there.
+        socket: bool,
     },
     /// The connection is gone; nothing follows.
     Closed(Error),

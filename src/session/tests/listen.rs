@@ -54,6 +54,7 @@ fn a_listen_that_never_opened_keeps_the_connection_and_tells_its_subscriber_why(
             TransportEvent::Interrupted {
                 ids: vec![id],
                 error,
+                socket: false,
             }
         } else {
             TransportEvent::CallFailed { id, error }
@@ -89,6 +90,12 @@ fn a_listen_cut_off_while_it_was_written_is_opened_again_not_given_up() {
     h.event(TransportEvent::Unwritten { id, error });
     assert!(answer.take().is_none(), "its subscriber still waits");
     assert_eq!(h.state(), "ready");
+    // The server is asked whether it is there (it answers), and the listen opened again.
+    let check = liveness_check(&mut h);
+    h.answer(
+        &check,
+        json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}}),
+    );
     h.advance(crate::session::listen::REOPEN_AFTER);
     let [again] = listens(&h)[..] else {
         panic!("opened again")
@@ -96,6 +103,40 @@ fn a_listen_cut_off_while_it_was_written_is_opened_again_not_given_up() {
     assert_ne!(again, id);
     acknowledge(&mut h, again);
     assert!(matches!(answer.take(), Some(Ok(_))));
+    assert_eq!(h.counters().reconnects, 0);
+}
+
+/// The one liveness check written since the last look (in this revision, `server/discover`).
+fn liveness_check(h: &mut Harness) -> Value {
+    let written = h.written();
+    let checks: Vec<&Value> = written
+        .iter()
+        .filter(|m| m["method"] == "ping" || m["method"] == "server/discover")
+        .collect();
+    assert_eq!(checks.len(), 1, "{written:?}");
+    checks[0].clone()
+}
+
+/// A server that died while the listen's request was in flight (its socket closed before
+/// any answer): nothing else is open, so without a check the connection would look Ready
+/// for good. The check finds it gone.
+#[test]
+fn a_listen_whose_exchange_broke_before_it_opened_has_the_server_checked() {
+    let mut h = connected();
+    let answer = subscribe(&mut h, "demo://a");
+    let [id] = listens(&h)[..] else {
+        panic!("one listen")
+    };
+    let broken = Error::connection("demo", "POST failed: connector has been disconnected");
+    h.event(TransportEvent::Interrupted {
+        ids: vec![id],
+        error: broken,
+        socket: true,
+    });
+    assert!(answer.take().is_none(), "its subscriber still waits");
+    let _unanswered = liveness_check(&mut h);
+    h.advance(settings().ping_timeout);
+    assert_ne!(h.state(), "ready", "the server is gone");
 }
 
 #[test]
@@ -146,6 +187,7 @@ fn a_listen_that_broke_after_it_opened_is_the_connections_loss() {
     h.event(TransportEvent::Interrupted {
         ids: vec![id],
         error: Error::connection("demo", "the stream broke"),
+        socket: true,
     });
     assert_eq!(h.state(), "reconnecting");
 }

@@ -191,6 +191,7 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
                         .emit(TransportEvent::Interrupted {
                             ids: vec![id],
                             error,
+                            socket: false,
                         })
                         .await
                 }

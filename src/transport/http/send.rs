@@ -213,6 +213,13 @@ async fn post(
             Err(e) => {
                 // This one exchange failed (a reset socket, a garbled answer): the session may
                 // well be fine. Its call follows the retry rules.
+                // Its socket closed before the answer's head, or was reset while it was read.
+                let socket = match &e {
+                    SendRequestError::Connect(ConnectError::Disconnected) => true,
+                    SendRequestError::Response(parse) => std::error::Error::source(parse)
+                        .is_some_and(|source| source.is::<std::io::Error>()),
+                    _ => false,
+                };
                 let error = shared.connection_error(format!("POST failed: {e}"));
                 match id {
                     Some(id) => {
@@ -220,6 +227,7 @@ async fn post(
                             .emit(TransportEvent::Interrupted {
                                 ids: vec![id],
                                 error,
+                                socket,
                             })
                             .await
                     }

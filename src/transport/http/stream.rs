@@ -152,6 +152,7 @@ pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u
                 .emit(TransportEvent::Interrupted {
                     ids: vec![id],
                     error: shared.connection_error("the response stream ended before its answer"),
+                    socket: true,
                 })
                 .await;
             return;
@@ -216,6 +217,7 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
         .emit(TransportEvent::Interrupted {
             ids: vec![id],
             error: shared.connection_error("the response stream broke and could not be resumed"),
+            socket: false,
         })
         .await;
 }
