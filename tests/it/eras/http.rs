@@ -70,6 +70,18 @@ async fn modern_requests_carry_the_revisions_headers_and_no_session() {
     }
 }
 
+/// `echo_region` with a region of `bytes` bytes, which goes out as the `Mcp-Param-Region`
+/// header too.
+fn echo_region(bytes: usize) -> CallTool {
+    let region = "r".repeat(bytes);
+    CallTool::new(
+        "web",
+        "echo_region",
+        json!({"region": region, "text": "hi"}),
+    )
+    .timeout(Duration::from_secs(10))
+}
+
 /// A request the server refuses before it runs (here a 266 KB argument mirrored into a header:
 /// actix-web answers 431 and closes the connection while the request is still being written)
 /// is `refused`, saying what the request weighed, never `outcome_unknown`; and the connection
@@ -81,14 +93,11 @@ async fn a_call_refused_for_its_header_size_did_not_run_and_says_why() {
     let (sup, events) =
         start_supervisor(quick_settings(), [ServerConfig::http("web", server.url())]);
     events.ready("web", 1).await;
-    let region = "r".repeat(266 * 1024);
-    let call = CallTool::new(
-        "web",
-        "echo_region",
-        json!({"region": region, "text": "hi"}),
-    )
-    .timeout(Duration::from_secs(10));
-    let error = sup.send(call).await.unwrap().unwrap_err();
+    let error = sup
+        .send(echo_region(266 * 1024))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Refused, "{error}");
     let text = error.to_string();
     assert!(text.contains("before running it"), "{text}");
@@ -98,10 +107,12 @@ async fn a_call_refused_for_its_header_size_did_not_run_and_says_why() {
     );
     assert!(text.contains("266."), "says its size: {text}");
     assert_eq!(server.stats().tool_calls("echo_region"), 0);
-    let small = CallTool::new("web", "echo_region", json!({"region": "us", "text": "hi"}))
-        .timeout(Duration::from_secs(5));
-    let result = sup.send(small).await.unwrap().expect("the server is fine");
-    assert_eq!(text_of(&result), "us: hi");
+    let result = sup
+        .send(echo_region(2))
+        .await
+        .unwrap()
+        .expect("the server is fine");
+    assert_eq!(text_of(&result), "rr: hi");
     assert_eq!(status(&sup, "web").await.state.name(), "ready");
     sup.send(mcp_supervisor::Shutdown).await.unwrap();
 }
@@ -118,14 +129,11 @@ async fn a_call_cut_off_while_it_was_written_did_not_run_and_says_why() {
     let url = format!("http://127.0.0.1:{}/mcp", limit.port);
     let (sup, events) = start_supervisor(quick_settings(), [ServerConfig::http("web", url)]);
     events.ready("web", 1).await;
-    let region = "r".repeat(2 * 1024 * 1024);
-    let call = CallTool::new(
-        "web",
-        "echo_region",
-        json!({"region": region, "text": "hi"}),
-    )
-    .timeout(Duration::from_secs(10));
-    let error = sup.send(call).await.unwrap().unwrap_err();
+    let error = sup
+        .send(echo_region(2 * 1024 * 1024))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Refused, "{error}");
     let text = error.to_string();
     assert!(
@@ -136,10 +144,12 @@ async fn a_call_cut_off_while_it_was_written_did_not_run_and_says_why() {
     // first, once.
     assert!((1..=2).contains(&limit.refused()), "{}", limit.refused());
     assert_eq!(server.stats().tool_calls("echo_region"), 0);
-    let small = CallTool::new("web", "echo_region", json!({"region": "us", "text": "hi"}))
-        .timeout(Duration::from_secs(5));
-    let result = sup.send(small).await.unwrap().expect("the server is fine");
-    assert_eq!(text_of(&result), "us: hi");
+    let result = sup
+        .send(echo_region(2))
+        .await
+        .unwrap()
+        .expect("the server is fine");
+    assert_eq!(text_of(&result), "rr: hi");
     sup.send(mcp_supervisor::Shutdown).await.unwrap();
 }
 
