@@ -144,6 +144,9 @@
 //!   sees everything: by default a request from this machine) and `redacted` (what everyone
 //!   else sees), `events` (the bounded Server-Sent Events stream) and `page` (the operators'
 //!   HTML page and its script).
+//! - `client`: [`McpClient`], the supervisor from any async Rust: a `Clone + Send + Sync`
+//!   handle with async methods that runs the supervisor on an actix system of its own thread
+//!   (or on the caller's), and [`EventStream`], its events as a stream.
 //! - [`model`]: `rmcp::model`, the MCP schema types, re-exported.
 //!
 //! Beside the library:
@@ -173,6 +176,7 @@ compile_error!("mcp-supervisor needs at least one transport: enable the `stdio` 
 pub mod actor;
 #[cfg(feature = "http")]
 pub mod auth;
+mod client;
 pub mod config;
 pub mod error;
 pub mod policy;
@@ -198,6 +202,7 @@ pub use actor::messages::{
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};
 pub use actor::supervisor::{GetServer, Supervisor, SupervisorBuilder};
+pub use client::{EventStream, McpClient};
 pub use config::{LoadOptions, Loaded, ServerConfig, Settings, StdioConfig, Transport};
 pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;

@@ -87,7 +87,23 @@ impl SupervisorBuilder {
 
     /// Validates the configuration and starts the supervisor in the current actix system.
     /// Servers connect in parallel in the background; calls made meanwhile wait for them.
+    ///
+    /// # Errors
+    ///
+    /// An invalid server configuration or two servers of one name (`config`), or
+    /// [`Error::Runtime`] on a thread where no actix `System` runs (plain `#[tokio::main]`,
+    /// a thread of one's own): [`McpClient`](crate::McpClient) runs one for the supervisor.
     pub fn start(self) -> Result<Addr<Supervisor>, Error> {
+        // Actix would panic in `Actor::start` (and a panic there aborts the process when it
+        // unwinds through tokio's runtime): say what is missing instead.
+        if actix_rt::System::try_current().is_none() {
+            return Err(Error::Runtime {
+                message: "no actix System runs on this thread; start it inside one \
+                          (`#[actix::main]`, `actix::System::new().block_on(..)`), or use \
+                          `McpClient::start`, which runs one"
+                    .into(),
+            });
+        }
         let mut seen = BTreeSet::new();
         for config in &self.servers {
             config.validate_with(&self.settings)?;

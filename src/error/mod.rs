@@ -248,6 +248,20 @@ pub enum Error {
         /// Server name.
         server: String,
     },
+
+    /// The supervisor was shut down: a request that names no server (all statuses, events)
+    /// made through an [`McpClient`](crate::McpClient) afterwards.
+    #[error("the supervisor was shut down")]
+    SupervisorStopped,
+
+    /// The supervisor cannot run here: no actix `System` runs on the thread that starts it
+    /// (use [`McpClient`](crate::McpClient), which runs one), or the thread of its own could
+    /// not be started.
+    #[error("the supervisor cannot start: {message}")]
+    Runtime {
+        /// What is missing, and what to do.
+        message: String,
+    },
 }
 
 // ----- the parts of the messages above that are shown only where they apply -----
@@ -423,8 +437,8 @@ impl Error {
             Error::MissingClientCapability { .. } => ErrorKind::Config,
             Error::Overloaded { .. } => ErrorKind::Overloaded,
             Error::ServerNotFound { .. } => ErrorKind::ServerNotFound,
-            Error::Config { .. } => ErrorKind::Config,
-            Error::Stopped { .. } => ErrorKind::Stopped,
+            Error::Config { .. } | Error::Runtime { .. } => ErrorKind::Config,
+            Error::Stopped { .. } | Error::SupervisorStopped => ErrorKind::Stopped,
         }
     }
 
@@ -445,6 +459,8 @@ impl Error {
                 | Error::MissingClientCapability { .. }
                 | Error::ServerNotFound { .. }
                 | Error::Stopped { .. }
+                | Error::SupervisorStopped
+                | Error::Runtime { .. }
         )
     }
 

@@ -194,6 +194,7 @@ impl From<&Error> for ErrorView {
             | Error::Overloaded { server, .. }
             | Error::ServerNotFound { server }
             | Error::Stopped { server } => view.server = owned(server),
+            Error::SupervisorStopped | Error::Runtime { .. } => {}
         }
         view
     }

@@ -296,11 +296,22 @@ impl CallEntry {
     /// call passes here once (`code`: `None` for a result).
     fn finished(&self, code: Option<&'static str>) {
         let code = code.unwrap_or("ok");
+        let elapsed_ms = || u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         if !self.span.is_disabled() {
-            let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
             self.span.record("outcome", code);
-            self.span.record("duration_ms", ms);
+            self.span.record("duration_ms", elapsed_ms());
         }
+        // One event per call as well as the span: `RUST_LOG=mcp_supervisor=debug` then shows
+        // every call without span-close events switched on. Its fields are only computed when
+        // the event is enabled.
+        tracing::debug!(
+            server = %self.server,
+            method = %self.method,
+            tool = self.tool().as_deref(),
+            outcome = code,
+            duration_ms = elapsed_ms(),
+            "call finished"
+        );
         crate::telemetry::call_finished(&self.server, &self.method, code, self.started);
     }
 

@@ -20,6 +20,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod any_runtime;
 mod bounded_memory;
 mod demo_server_eras;
 mod eras;

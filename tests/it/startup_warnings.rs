@@ -1,3 +1,5 @@
+//! Which WARNs a service sees: retries at start-up, and none for a normal shutdown.
+//!
 //! (e) of the core checks: it counts WARN lines, of its own thread only (`common::logs`), so
 //! that the retries of the tests beside it are not counted.
 
@@ -32,4 +34,79 @@ async fn startup_failing_twice_is_ready_after_two_retries() {
         .iter()
         .any(|l| l.contains("WARN") && l.contains("flaky") && l.contains("attempt=2")));
     sup.send(Shutdown).await.unwrap();
+}
+
+/// A normal shutdown is not news: servers of both transports, after calls, one with its tool
+/// list being refreshed when the shutdown comes (the `list_changed` of a moment before), stop
+/// without a single WARN. (The session era once warned "refreshing the tool list failed … was stopped"
+/// on every shutdown.)
+async fn a_normal_shutdown_logs_no_warning() {
+    let (logs, _guard) = logs::capture(tracing::Level::INFO);
+    let dir = tempdir();
+    let web = http_server().await;
+    let configs = [
+        demo("demo", dir.path()),
+        ServerConfig::http("web", web.url()),
+    ];
+    let (sup, events) = start_supervisor(quick_settings(), configs);
+    events.ready("demo", 1).await;
+    events.ready("web", 1).await;
+    let echo = CallTool::new("web", "echo", serde_json::json!({"text": "hi"}));
+    sup.send(echo).await.unwrap().expect("echoed");
+    let notify = || {
+        CallTool::new(
+            "demo",
+            "notify",
+            serde_json::json!({"kind": "tools_changed"}),
+        )
+    };
+    sup.send(notify()).await.unwrap().expect("notified");
+    events
+        .wait_count(
+            "the first tool list change",
+            1,
+            std::time::Duration::from_secs(10),
+            |e| matches!(e, ServerEvent::ToolsChanged { .. }),
+        )
+        .await;
+    // Once more, and the shutdown right behind it, while the refresh is under way.
+    sup.send(notify()).await.unwrap().expect("notified");
+    sup.send(Shutdown).await.unwrap();
+    let warnings: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(" WARN "))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    assert!(
+        events.states("demo").ends_with(&["stopped"]),
+        "{:?}",
+        events.states("demo")
+    );
+}
+
+crate::in_both_eras!(a_normal_shutdown_logs_no_warning);
+
+/// The session era's case exactly: the shutdown comes while the tool list the server said had
+/// changed is being fetched again (the server never answers that second `tools/list`).
+#[actix::test]
+async fn a_shutdown_during_a_tool_list_refresh_logs_no_warning() {
+    let (logs, _guard) = logs::capture(tracing::Level::INFO);
+    let script = serde_json::json!({
+        "after_initialized": [{"notify": "notifications/tools/list_changed", "params": {}}],
+        "rules": [{"method": "tools/list", "from": 2, "do": [{"stderr": "listing again"}]}]
+    });
+    let (sup, events) = start_supervisor(quick_settings(), [hostile("lister", script)]);
+    events.ready("lister", 1).await;
+    until("the refresh's tools/list", || {
+        logs.lines().iter().any(|l| l.contains("listing again"))
+    })
+    .await;
+    sup.send(Shutdown).await.unwrap();
+    let warnings: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(" WARN "))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
 }

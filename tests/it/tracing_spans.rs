@@ -130,3 +130,38 @@ async fn each_call_is_a_span_under_the_callers_span() {
     );
     assert!(!failed.contains("outcome=\"ok\""), "{failed}");
 }
+
+/// `RUST_LOG=mcp_supervisor=debug` alone, without span-close events, shows one line per
+/// finished call: server, method, tool, outcome and duration.
+#[actix::test]
+async fn each_finished_call_is_one_debug_event() {
+    let (logs, _guard) = crate::common::logs::capture(tracing::Level::DEBUG);
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("events", dir.path())]);
+    events.ready("events", 1).await;
+    let echo = CallTool::new("events", "echo", json!({"text": "hi"}));
+    sup.send(echo).await.unwrap().expect("answered");
+    let missing = CallTool::new("events", "no_such_tool", json!({}));
+    let _ = sup.send(missing).await.unwrap();
+    sup.send(Shutdown).await.unwrap();
+
+    let finished: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| {
+            l.contains("DEBUG") && l.contains("call finished") && l.contains("server=events")
+        })
+        .collect();
+    let echo = finished
+        .iter()
+        .find(|l| l.contains("tool=\"echo\""))
+        .unwrap_or_else(|| panic!("no event for the echo call in {finished:#?}"));
+    for field in ["method=tools/call", "outcome=\"ok\"", "duration_ms="] {
+        assert!(echo.contains(field), "{field} in {echo}");
+    }
+    let failed = finished
+        .iter()
+        .find(|l| l.contains("tool=\"no_such_tool\""))
+        .unwrap_or_else(|| panic!("no event for the failed call in {finished:#?}"));
+    assert!(failed.contains("outcome=\"rpc\""), "{failed}");
+}

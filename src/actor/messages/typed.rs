@@ -53,6 +53,10 @@ macro_rules! typed_call {
 
         impl TypedCall for $name {
             type Output = $output;
+
+            fn server(&self) -> &str {
+                &self.server
+            }
         }
 
         impl $name {
@@ -66,6 +70,9 @@ macro_rules! typed_call {
 pub trait TypedCall: Into<Call> + Message<Result = Result<Self::Output, Error>> {
     /// The rmcp schema type of the answer.
     type Output: serde::de::DeserializeOwned + Send + 'static;
+
+    /// The server it is for.
+    fn server(&self) -> &str;
 }
 
 /// `{"name": .., "arguments": ..}`, moving the arguments rather than copying them (this is on
