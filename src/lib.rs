@@ -216,3 +216,25 @@ pub use serialize::ErrorView;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of the chapters in `docs/`, compiled as doc tests too (their links are checked
+/// by the `docs` suite of `tests/it`).
+#[cfg(doctest)]
+pub mod docs_doctests {
+    #[doc = include_str!("../docs/calls.md")]
+    pub struct Calls;
+    #[doc = include_str!("../docs/configuration.md")]
+    pub struct Configuration;
+    #[doc = include_str!("../docs/http-and-oauth.md")]
+    pub struct HttpAndOauth;
+    #[doc = include_str!("../docs/protocol-revisions.md")]
+    pub struct ProtocolRevisions;
+    #[doc = include_str!("../docs/operations.md")]
+    pub struct Operations;
+    #[doc = include_str!("../docs/mcpctl.md")]
+    pub struct Mcpctl;
+    #[doc = include_str!("../docs/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../docs/development.md")]
+    pub struct Development;
+}

@@ -4,7 +4,7 @@
 //!
 //! Every path that ends a call without the server's answer comes here: a connection lost with
 //! the call in flight, a server that went Failed or Stopped with calls waiting, a deadline that
-//! passed before a re-send, an actor that went away. The rules (see the README, "Call
+//! passed before a re-send, an actor that went away. The rules (see docs/calls.md, "Call
 //! semantics"):
 //!
 //! - a call never written to any connection had no effect: it may be made again

@@ -23,6 +23,7 @@ mod common;
 mod any_runtime;
 mod bounded_memory;
 mod demo_server_eras;
+mod docs;
 mod eras;
 mod hostile;
 mod http;

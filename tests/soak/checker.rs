@@ -1,4 +1,4 @@
-//! The checker: the promises of the README's "Call semantics", judged over a recorded history.
+//! The checker: the promises of docs/calls.md, "Call semantics", judged over a recorded history.
 //! It reports every violation (not only the first), so one run shows every broken promise, and
 //! computes the figures the soak prints.
 //!

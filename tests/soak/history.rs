@@ -51,7 +51,7 @@ impl Method {
         }
     }
 
-    /// Safe by nature (README, "When a connection breaks"): never answered `outcome_unknown`.
+    /// Safe by nature (docs/calls.md, "When a connection breaks"): never answered `outcome_unknown`.
     pub fn safe_by_nature(self) -> bool {
         matches!(self, Method::ToolsList | Method::Ping)
     }

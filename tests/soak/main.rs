@@ -16,7 +16,7 @@
 //! - `MCP_SOAK_SEED` (random, printed first): every random choice (servers, methods, deadlines,
 //!   payloads, faults, pauses) comes from RNGs seeded with it, so a failing run can be replayed;
 //!   timing still makes runs differ.
-//! - `MCP_SOAK_SLACK_MS` (250): how late after its deadline an answer may come. The README
+//! - `MCP_SOAK_SLACK_MS` (250): how late after its deadline an answer may come. docs/calls.md
 //!   promises 100 ms; the soak allows more because a 2-core CI machine is busy with the
 //!   servers, the callers and a debug build at once. The largest lateness is printed either way.
 //! - `MCP_SOAK_CALLERS` (16), `MCP_SOAK_STDIO` (4 demo servers), `MCP_SOAK_HTTP` (3 HTTP test

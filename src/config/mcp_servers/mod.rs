@@ -53,7 +53,7 @@ impl ServerConfig {
     /// ```
     ///
     /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
-    /// the README's Configuration section describes: top-level `mcpServers` or VS Code's
+    /// docs/configuration.md describes: top-level `mcpServers` or VS Code's
     /// `servers`; stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
     /// with `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`)
     /// and `headers`; `disabled: true` or `enabled: false`; comments and trailing commas;
