@@ -97,6 +97,10 @@
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
 //!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
 //!   the one place instants are computed (saturating: `Duration::MAX` means "never").
+//! - [`skills`] (pure): the Skills extension (SEP-2640): a skill's entry and its checks, the
+//!   verification of what is read against it (size, SHA-256 digest, and the `SKILL.md`'s
+//!   frontmatter, parsed as YAML in [`frontmatter`](skills::frontmatter)); the messages that
+//!   list, get, load and read skills are in [`messages`](actor::messages).
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
@@ -127,7 +131,8 @@
 //!   and the era memory; `liveness` when a silent server counts as gone; `listen` the
 //!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `status` and `events`
 //!   what status queries and subscribers are told.
-//! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`),
+//! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`; the skill
+//!   loading in its `skills`),
 //!   [`server`](actor::server) (the [`ServerActor`], the session's driver: it feeds the session
 //!   what its mailbox and transport bring and carries out its commands; its message handlers in
 //!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era, handshake, tool
@@ -184,6 +189,7 @@ pub mod protocol;
 #[cfg(feature = "serde")]
 pub mod serialize;
 pub(crate) mod session;
+pub mod skills;
 pub mod telemetry;
 pub(crate) mod transport;
 #[cfg(feature = "actix-web")]
@@ -195,9 +201,10 @@ pub mod web;
 pub use rmcp::model;
 
 pub use actor::messages::{
-    AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts, ListResources,
-    ListTools, Ping, Progress, ReadResource, Reconnect, RemoveServer, ServerEvent, ServerRequest,
-    SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
+    AddServer, Call, CallOptions, CallTool, GetPrompt, GetSkill, GetStatus, ListPrompts,
+    ListResources, ListSkills, ListTools, LoadSkill, Ping, Progress, ReadResource, ReadSkillFile,
+    Reconnect, RemoveServer, ServerEvent, ServerRequest, SetRequestHandler, Shutdown, Subscribe,
+    SubscribeEvents, TypedCall, Unsubscribe,
 };
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};

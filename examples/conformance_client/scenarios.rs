@@ -6,8 +6,10 @@
 //! `x-mcp-header` annotations are invalid), so "list, then call" works from that cached list.
 
 use actix::Addr;
+use mcp_supervisor::skills::{self, SkillResources};
 use mcp_supervisor::{
-    CallTool, GetPrompt, ListPrompts, ListResources, ListTools, ReadResource, Supervisor,
+    CallTool, ErrorKind, GetPrompt, GetStatus, ListPrompts, ListResources, ListSkills, ListTools,
+    LoadSkill, ReadResource, ReadSkillFile, Supervisor,
 };
 use rmcp::model::Tool;
 use serde_json::{json, Value};
@@ -39,6 +41,11 @@ pub async fn run(scenario: &str, s: &Session) -> Outcome {
         "http-standard-headers" => standard_headers(s).await,
         "http-invalid-tool-headers" => call_every_tool(s, json!({"region": "us-west1"})).await,
         "json-schema-2020-12-preservation" => echo_schema(s).await,
+        // SEP-2640: list the skills and fetch nothing (no skill is asked for)...
+        "sep-2640-client-no-prefetch" => list_skills(s).await.map(|_| ()),
+        // ... or list them and load each, which verifies its SKILL.md (size, digest,
+        // frontmatter) and reads its other files only once it verified.
+        _ if scenario.starts_with("sep-2640-client-") => load_skills(s).await,
         // Connecting is the whole scenario: the handshake (`initialize`, or `server/discover`
         // and its retry after a version error), and listing the tools without following a
         // `$ref` or calling one.
@@ -142,6 +149,64 @@ async fn authorized_calls(s: &Session) -> Outcome {
     s.sup.send(ListTools::new(SERVER)).await??;
     if s.tools.iter().any(|t| t.name == "test-tool") {
         call(s, "test-tool", json!({})).await?;
+    }
+    Ok(())
+}
+
+/// SEP-2640: every page of the server's skills (at most 100 pages), after checking that the
+/// server declares the extension.
+async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::error::Error>> {
+    let status = s.sup.send(GetStatus::server(SERVER)).await??;
+    let declared = status
+        .iter()
+        .filter_map(|st| st.capabilities.as_ref())
+        .any(skills::declared);
+    if !declared {
+        return Err("the server does not declare the Skills extension".into());
+    }
+    let mut all = Vec::new();
+    let mut cursor = None;
+    for _ in 0..100 {
+        let mut list = ListSkills::new(SERVER);
+        list.cursor = cursor.take();
+        let page = s.sup.send(list).await??;
+        all.extend(page.skills);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    for skill in &all {
+        println!("skill {}: {}", skill.uri, skill.description());
+    }
+    Ok(all)
+}
+
+/// SEP-2640: loads every listed skill; a skill whose SKILL.md fails verification is refused
+/// (and none of its other files read), one that loads has its other files read and verified.
+async fn load_skills(s: &Session) -> Outcome {
+    for skill in list_skills(s).await? {
+        let loaded = match s.sup.send(LoadSkill::new(SERVER, skill)).await? {
+            Ok(loaded) => loaded,
+            Err(e) if e.kind() == ErrorKind::InvalidResponse => {
+                println!("refused: {e}");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        println!(
+            "loaded {}: {} bytes of instructions",
+            loaded.skill.uri,
+            loaded.body().len()
+        );
+        let SkillResources::Files(files) = &loaded.skill.resources else {
+            continue;
+        };
+        for file in files.iter().filter(|f| f.uri != loaded.skill.uri) {
+            let read = ReadSkillFile::new(SERVER, loaded.skill.clone(), file.uri.clone());
+            let content = s.sup.send(read).await??;
+            println!("read {}: {} bytes", content.uri, content.bytes.len());
+        }
     }
     Ok(())
 }

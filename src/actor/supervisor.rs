@@ -8,12 +8,14 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::actor::messages::skills::refused;
 use crate::actor::messages::*;
 use crate::actor::routing::Forward;
 use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::session::status::ServerStatus;
+use crate::skills::{content_bytes, LoadedSkill, Skill, SkillError, SkillFileContent};
 
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).
@@ -293,8 +295,88 @@ typed_routes!(
     ReadResource,
     ListPrompts,
     GetPrompt,
+    ListSkills,
+    GetSkill,
     Ping
 );
+
+impl Handler<LoadSkill> for Supervisor {
+    type Result = ResponseFuture<Result<LoadedSkill, Error>>;
+
+    /// Checks the entry, reads the `SKILL.md` through the server's actor, verifies it.
+    fn handle(&mut self, msg: LoadSkill, _: &mut Context<Self>) -> Self::Result {
+        let LoadSkill {
+            server,
+            skill,
+            options,
+        } = msg;
+        if let Err(e) = skill.check() {
+            return Box::pin(std::future::ready(Err(refused(&server, "skill entry", &e))));
+        }
+        let uri = skill.uri.clone();
+        let read = self.read_skill_file(&server, &skill, &uri, options);
+        Box::pin(async move {
+            let bytes = read.await?;
+            skill
+                .verify_skill_md(&bytes)
+                .map_err(|e| refused(&server, ReadResource::METHOD, &e))
+        })
+    }
+}
+
+impl Handler<ReadSkillFile> for Supervisor {
+    type Result = ResponseFuture<Result<SkillFileContent, Error>>;
+
+    /// Refuses a file the entry does not list without reading it; reads and verifies the rest.
+    fn handle(&mut self, msg: ReadSkillFile, _: &mut Context<Self>) -> Self::Result {
+        let ReadSkillFile {
+            server,
+            skill,
+            uri,
+            options,
+        } = msg;
+        let listed = skill.check().and_then(|()| {
+            skill
+                .file(&uri)
+                .map(|_| ())
+                .ok_or_else(|| SkillError::NotListed { uri: uri.clone() })
+        });
+        if let Err(e) = listed {
+            return Box::pin(std::future::ready(Err(refused(&server, "skill entry", &e))));
+        }
+        let read = self.read_skill_file(&server, &skill, &uri, options);
+        Box::pin(async move {
+            let bytes = read.await?;
+            skill
+                .verify_file(&uri, &bytes)
+                .map_err(|e| refused(&server, ReadResource::METHOD, &e))?;
+            Ok(SkillFileContent { uri, bytes })
+        })
+    }
+}
+
+impl Supervisor {
+    /// Reads `uri`, a file `skill` lists, through `server`'s actor: its raw bytes, not yet
+    /// verified (a blob far larger than the manifest's size is refused before it is decoded).
+    fn read_skill_file(
+        &self,
+        server: &str,
+        skill: &Skill,
+        uri: &str,
+        options: CallOptions,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, Error>> + 'static {
+        let limit = skill.file(uri).map_or(0, |f| f.size);
+        let mut read = ReadResource::new(server, uri);
+        read.options = options;
+        let answer = self.forward(server, read);
+        let (server, uri) = (server.to_owned(), uri.to_owned());
+        async move {
+            let result = answer.await??;
+            content_bytes(&result, &uri, limit)
+                .map_err(|e| refused(&server, ReadResource::METHOD, &e))
+        }
+    }
+}
 
 impl Handler<GetStatus> for Supervisor {
     type Result = ResponseFuture<Result<Vec<ServerStatus>, Error>>;

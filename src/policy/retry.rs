@@ -59,6 +59,8 @@ pub fn is_safe_by_nature(method: &str) -> bool {
             | "prompts/get"
             | "completion/complete"
             | "logging/setLevel"
+            | "skills/list"
+            | "skills/get"
     )
 }
 

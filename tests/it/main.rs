@@ -33,6 +33,7 @@ mod metrics;
 mod oauth;
 mod parser_properties;
 mod runtime;
+mod skills;
 mod startup_warnings;
 mod stdio_faults;
 mod tool_results;

@@ -197,7 +197,9 @@ impl ProgressSink for Recipient<Progress> {
     }
 }
 
+pub(crate) mod skills;
 mod typed;
+pub use skills::{LoadSkill, ReadSkillFile};
 pub use typed::*;
 
 /// A progress notification for one call.

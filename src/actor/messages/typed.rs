@@ -190,6 +190,61 @@ impl GetPrompt {
 }
 
 typed_call! {
+    /// `skills/list`: one page of the server's skills (SEP-2640), each entry with its
+    /// frontmatter and the manifest of its files. Nothing of a skill is read: load one with
+    /// [`LoadSkill`](crate::LoadSkill). Call it only on a server that declares the extension
+    /// ([`skills::declared`](crate::skills::declared)); an entry of the wrong shape makes the
+    /// answer an [`invalid_response`](crate::ErrorKind::InvalidResponse).
+    ///
+    /// ```no_run
+    /// # async fn f(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_supervisor::{ListSkills, LoadSkill};
+    ///
+    /// let page = sup.send(ListSkills::new("docs")).await??;
+    /// for skill in &page.skills {
+    ///     println!("{}: {}", skill.name(), skill.description());
+    /// }
+    /// if let Some(skill) = page.skills.into_iter().next() {
+    ///     let loaded = sup.send(LoadSkill::new("docs", skill)).await??;
+    ///     println!("{}", loaded.body());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ListSkills => crate::skills::ListSkillsResult, "skills/list",
+    fields {
+        /// Cursor of the page to fetch.
+        cursor: Option<String> = None,
+    },
+    new(),
+    params(c) { cursor_params(c.cursor) }
+}
+
+impl ListSkills {
+    /// Asks for the page after `cursor`.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+}
+
+typed_call! {
+    /// `skills/get`: the entry of one skill, named by the URI of its `SKILL.md` (SEP-2640), as
+    /// fresh as the server has it.
+    ///
+    /// ```
+    /// let get = mcp_supervisor::GetSkill::new("docs", "skill://pdf-processing/SKILL.md");
+    /// assert_eq!(get.uri, "skill://pdf-processing/SKILL.md");
+    /// ```
+    GetSkill => crate::skills::GetSkillResult, "skills/get",
+    fields {
+        /// The URI of the skill's `SKILL.md`.
+        uri: String = uri.into(),
+    },
+    new(uri: impl Into<String>),
+    params(c) { Some(serde_json::json!({ "uri": c.uri })) }
+}
+
+typed_call! {
     /// `ping`: checks that the server answers.
     Ping => rmcp::model::EmptyObject, "ping",
     fields {},
@@ -210,7 +265,15 @@ macro_rules! request_via_call {
     )*};
 }
 
-request_via_call!(ListTools, ListResources, ReadResource, ListPrompts, Ping);
+request_via_call!(
+    ListTools,
+    ListResources,
+    ReadResource,
+    ListPrompts,
+    ListSkills,
+    GetSkill,
+    Ping
+);
 
 impl From<CallTool> for CallRequest {
     /// The params serialized from the call's own name and arguments; the name goes with the

@@ -96,6 +96,8 @@ typed_handlers!(
     ReadResource => reply::typed,
     ListPrompts => reply::typed,
     GetPrompt => reply::typed,
+    ListSkills => reply::typed,
+    GetSkill => reply::typed,
     Ping => reply::typed
 );
 

@@ -34,5 +34,6 @@ fn capabilities() -> Value {
         "resources": { "subscribe": true, "listChanged": false },
         "prompts": { "listChanged": false },
         "logging": {},
+        "extensions": { super::skills::EXTENSION: {} },
     })
 }

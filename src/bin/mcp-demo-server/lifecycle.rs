@@ -43,6 +43,7 @@ impl Server {
                 "resources": { "subscribe": true },
                 "prompts": {},
                 "logging": {},
+                "extensions": { super::skills::EXTENSION: {} },
             },
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,

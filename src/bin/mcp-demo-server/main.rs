@@ -48,6 +48,14 @@
 //! resource, `demo://clock`), `prompts/list|get` (one prompt, `greet`), `logging/setLevel`, and
 //! the notifications `notifications/initialized` and `notifications/cancelled`.
 //!
+//! # Skills
+//! The Skills extension (SEP-2640, `io.modelcontextprotocol/skills`), declared in both eras'
+//! capabilities: `skills/list` (five skills on one page), `skills/get {uri}` (-32602 for a URI
+//! that is no skill's `SKILL.md`), and the skills' files through `resources/read`. `demo-skill`
+//! is served as its manifest says (`SKILL.md` and `references/NOTES.md`); `digest-mismatch`,
+//! `size-mismatch` and `frontmatter-mismatch` serve a `SKILL.md` that fails the client's
+//! verification in that way; `oversized` lists a 17 MiB file (see `skills`).
+//!
 //! # Protocol eras
 //! A request is *modern* (2026-07-28) when its `params._meta` carries
 //! `io.modelcontextprotocol/protocolVersion`; then the version must be one of
@@ -71,7 +79,8 @@
 //! Modern methods:
 //! - `server/discover` → `{resultType: "complete", supportedVersions, capabilities: {tools:
 //!   {listChanged: true}, resources: {subscribe: true, listChanged: false}, prompts:
-//!   {listChanged: false}, logging: {}}, instructions, ttlMs, cacheScope: "private", _meta:
+//!   {listChanged: false}, logging: {}, extensions: {"io.modelcontextprotocol/skills": {}}},
+//!   instructions, ttlMs, cacheScope: "private", _meta:
 //!   {"io.modelcontextprotocol/serverInfo": {name: "mcp-demo-server", version}}}`.
 //! - `subscriptions/listen {notifications: {toolsListChanged?, promptsListChanged?,
 //!   resourcesListChanged?, resourceSubscriptions?: [uri]}}`: first
@@ -160,6 +169,7 @@ mod pagination;
 mod persist;
 mod resources;
 mod server;
+mod skills;
 mod tools;
 
 use std::io::{self, Write};

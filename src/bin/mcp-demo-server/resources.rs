@@ -23,6 +23,9 @@ pub(crate) fn list_resources() -> Reply {
 impl Server {
     pub(crate) fn read_resource(&self, params: &Args) -> Reply {
         let uri = required_str(params, "uri")?;
+        if let Some(file) = super::skills::read(uri) {
+            return Ok(file);
+        }
         if uri != CLOCK_URI {
             // The 2026-07-28 revision moved "resource not found" to invalid params.
             let code = if self.era.is_modern() {

@@ -22,7 +22,7 @@ use super::listen::Listens;
 use super::out::Out;
 use super::persist::append_event;
 use super::tools::{Flows, Outcome};
-use super::{lock, resources};
+use super::{lock, resources, skills};
 
 #[derive(Default)]
 pub(crate) struct State {
@@ -222,6 +222,8 @@ impl Server {
             "resources/unsubscribe" => self.subscribe(params, false),
             "prompts/list" => resources::list_prompts(),
             "prompts/get" => resources::get_prompt(params),
+            "skills/list" => skills::list(),
+            "skills/get" => skills::get(params),
             _ => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -251,6 +253,8 @@ impl Server {
             "resources/read" => cacheable(self.read_resource(params)),
             "prompts/list" => cacheable(resources::list_prompts()),
             "prompts/get" => resources::get_prompt(params),
+            "skills/list" => cacheable(skills::list()),
+            "skills/get" => cacheable(skills::get(params)),
             _ => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
