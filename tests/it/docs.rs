@@ -156,3 +156,12 @@ fn the_readme_stays_short() {
         "README.md has {lines} lines: move detail to docs/"
     );
 }
+
+/// The actix-web service example stays one a reader takes in at a glance: a tool route and the
+/// status scope (the guarded variant is `service_guarded.rs`).
+#[test]
+fn the_service_example_stays_short() {
+    let example = std::fs::read_to_string(root().join("examples/service.rs")).expect("service.rs");
+    let lines = example.lines().count();
+    assert!(lines <= 40, "examples/service.rs has {lines} lines");
+}
