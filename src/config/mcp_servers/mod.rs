@@ -20,10 +20,11 @@ mod expand;
 mod options;
 mod own_settings;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::ServerConfig;
 use crate::error::Error;
@@ -53,8 +54,8 @@ impl ServerConfig {
     /// ```
     ///
     /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
-    /// the README's Configuration section describes: top-level `mcpServers` or VS Code's
-    /// `servers`; stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
+    /// the README's Configuration section describes: top-level `mcpServers` and VS Code's
+    /// `servers` (both read when both are there; a name under both is that entry's error); stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
     /// with `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`)
     /// and `headers`; `disabled: true` or `enabled: false`; comments and trailing commas;
     /// `${VAR}`, `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
@@ -158,25 +159,12 @@ fn load_document(
     let Some(root) = doc.as_object() else {
         return Err(Error::config(None, "(document)", "expected a JSON object"));
     };
-    let (key, servers) = match (root.get("mcpServers"), root.get("servers")) {
-        (Some(s), _) => ("mcpServers", s),
-        (None, Some(s)) => ("servers", s),
-        (None, None) => {
-            return Err(Error::config(
-                None,
-                "mcpServers",
-                "missing: expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
-            ))
-        }
-    };
-    let Some(servers) = servers.as_object() else {
-        return Err(Error::config(None, key, "expected an object of servers"));
-    };
+    let entries = entries(&sections(root)?);
     let workspace = options
         .workspace_folder
         .clone()
         .or_else(|| file_dir.and_then(workspace_of));
-    let context = entry::Context {
+    let context = |key| entry::Context {
         key,
         vars: expand::Vars {
             env: options.env.as_ref(),
@@ -187,15 +175,85 @@ fn load_document(
         settings: &options.settings,
     };
     let mut loaded = Loaded::default();
-    for (name, value) in servers {
-        match entry::parse(&context, name, value) {
+    for (name, found) in entries {
+        let parsed = match found.also_under {
+            Some(other) => Err(Error::config(
+                Some(name),
+                format!("{}.{name}", found.key),
+                format!(
+                    "defined twice, under `{}` and under `{other}`: keep one",
+                    found.key
+                ),
+            )),
+            None => entry::parse(&context(found.key), name, found.value),
+        };
+        match parsed {
             Ok(entry::Entry::Server(config)) => loaded.servers.push(*config),
-            Ok(entry::Entry::Disabled) => loaded.disabled.push(name.clone()),
+            Ok(entry::Entry::Disabled) => loaded.disabled.push(name.to_owned()),
             Err(e) if options.strict => return Err(e),
             Err(e) => loaded.invalid.push(e),
         }
     }
     Ok(loaded)
+}
+
+/// One object of servers in a document, and the JSON path of its key.
+struct Section<'a> {
+    key: &'a str,
+    servers: &'a Map<String, Value>,
+}
+
+/// The objects of servers a document holds: top-level `mcpServers` (Claude, Cursor, Windsurf)
+/// and VS Code's `servers`, both read when both are there (a file one host wrote and another
+/// added to), so that neither is dropped without a word.
+fn sections(root: &Map<String, Value>) -> Result<Vec<Section<'_>>, Error> {
+    let mut sections = Vec::new();
+    for key in ["mcpServers", "servers"] {
+        match root.get(key) {
+            None => {}
+            Some(Value::Object(servers)) => sections.push(Section { key, servers }),
+            Some(_) => return Err(Error::config(None, key, "expected an object of servers")),
+        }
+    }
+    if sections.is_empty() {
+        return Err(Error::config(
+            None,
+            "mcpServers",
+            "missing: expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
+        ));
+    }
+    Ok(sections)
+}
+
+/// One server's entry, found in a section.
+struct Found<'a> {
+    /// The key of its section, the start of its JSON paths.
+    key: &'a str,
+    value: &'a Value,
+    /// The key of another top-level section that has an entry of the same name: which one
+    /// was meant cannot be told, so the name is that entry's error.
+    also_under: Option<&'a str>,
+}
+
+/// Every entry of the sections, by name (in name order, as the hosts' maps are).
+fn entries<'a>(sections: &[Section<'a>]) -> BTreeMap<&'a str, Found<'a>> {
+    let mut entries: BTreeMap<&str, Found> = BTreeMap::new();
+    for section in sections {
+        for (name, value) in section.servers {
+            match entries.get_mut(name.as_str()) {
+                Some(found) => found.also_under = Some(section.key),
+                None => {
+                    let found = Found {
+                        key: section.key,
+                        value,
+                        also_under: None,
+                    };
+                    entries.insert(name, found);
+                }
+            }
+        }
+    }
+    entries
 }
 
 /// The workspace folder of a file in `dir`: the parent of a `.vscode` or `.cursor` folder.
