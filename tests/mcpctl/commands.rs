@@ -301,6 +301,56 @@ fn a_server_given_with_stdio_needs_no_file_and_no_name() {
     assert_eq!(json_lines(&out)[0]["name"], "d");
 }
 
+/// Issue 20, item 1: with Claude Code's `~/.claude.json`, mcpctl reads the servers kept for
+/// the project it runs in (its working directory, as for Claude Code), which win over the
+/// top-level ones of the same name.
+#[test]
+fn the_working_directorys_project_servers_of_claude_json_are_read() {
+    let dir = common::tempdir();
+    let project = dir.path().join("app");
+    if let Err(e) = std::fs::create_dir(&project) {
+        panic!("cannot create {}: {e}", project.display());
+    }
+    // getcwd() answers the path without symlinks: so does Claude Code's key.
+    let key = std::fs::canonicalize(&project).unwrap_or_else(|e| panic!("{e}"));
+    let claude_json = dir.path().join(".claude.json");
+    let text = json!({
+        "mcpServers": {
+            "demo": { "command": "/nonexistent/mcp-server" },
+            "user": { "command": DEMO, "disabled": true },
+        },
+        "projects": {
+            key.display().to_string(): { "mcpServers": { "demo": { "command": DEMO } } },
+            "/elsewhere": { "mcpServers": { "other": { "command": DEMO } } },
+        },
+    });
+    if let Err(e) = std::fs::write(&claude_json, text.to_string()) {
+        panic!("cannot write {}: {e}", claude_json.display());
+    }
+    let config = claude_json.display().to_string();
+    let status = |cwd: &Path| {
+        let out = Command::new(MCPCTL)
+            .current_dir(cwd)
+            .args(["--config", &config, "status", "--json", "--wait", "10s"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+        let mut names: Vec<(String, String)> = json_lines(&out)
+            .iter()
+            .map(|l| (l["name"].to_string(), l["state"].to_string()))
+            .collect();
+        names.sort();
+        (code(&out), names)
+    };
+    let pair = |name: &str, state: &str| (format!("{name:?}"), format!("{state:?}"));
+    let (code, lines) = status(&project);
+    assert_eq!(lines, [pair("demo", "ready"), pair("user", "disabled")]);
+    assert_eq!(code, 0);
+    // Elsewhere, the top-level `demo` is the one: it cannot start.
+    let (code, lines) = status(dir.path());
+    assert_eq!(lines, [pair("demo", "failed"), pair("user", "disabled")]);
+    assert_eq!(code, 1);
+}
+
 /// Issue 22 item 11: a tool list cut short (here its cursors go round in a circle) is said in
 /// `status` (the count as `3+`, the reason below the table; `tools_truncated` in JSON) and in
 /// `tools` (its header; a last JSON line).

@@ -21,7 +21,8 @@
 //!
 //! `--config` defaults to `mcp.json` in the current directory; the file is read with
 //! [`mcp_supervisor::LoadOptions`]: entries it cannot load are reported (and are rows of
-//! `status`), the valid ones are used. `--stdio -- npx -y pkg` or `--http URL` give one server
+//! `status`), the valid ones are used; the working directory is the project whose servers
+//! Claude Code's `~/.claude.json` keeps under `projects`. `--stdio -- npx -y pkg` or `--http URL` give one server
 //! instead, named after its command or host (`--name` to choose), and SERVER is then left out.
 //! The global options may stand before or after the command. `mcpctl --help`,
 //! `mcpctl <command> --help` and `mcpctl --version` tell the rest. Commands about one server

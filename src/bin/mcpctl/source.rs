@@ -68,11 +68,16 @@ pub(crate) fn single_server(
 
 /// Reads the `mcpServers` file (`--config`, or `mcp.json`): every valid entry, and an error for
 /// each invalid one. The file itself being unreadable or not an `mcpServers` file is an error.
+/// The working directory is the project whose servers Claude Code's `~/.claude.json` keeps
+/// under `projects`, as it is for Claude Code, started there.
 pub(crate) fn load_file(config: Option<&Path>) -> Result<Servers, String> {
     let path = config.map_or_else(|| PathBuf::from(DEFAULT_CONFIG), Path::to_path_buf);
-    let loaded = LoadOptions::new()
-        .load_file(&path)
-        .map_err(|e| e.to_string())?;
+    let mut options = LoadOptions::new();
+    // A working directory that is gone has no project servers: the file's others still load.
+    if let Ok(cwd) = std::env::current_dir() {
+        options = options.project(cwd);
+    }
+    let loaded = options.load_file(&path).map_err(|e| e.to_string())?;
     if loaded.servers.is_empty() && loaded.invalid.is_empty() {
         return Err(format!(
             "{} configures no (enabled) servers",

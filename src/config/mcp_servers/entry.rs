@@ -31,7 +31,8 @@ pub(super) enum Entry {
 
 /// What every entry of one document is read with.
 pub(super) struct Context<'a> {
-    /// The key of the servers object: `mcpServers` or `servers`, the start of every path.
+    /// The JSON path of the servers object (`mcpServers`, `servers` or
+    /// `projects["/path"].mcpServers`), the start of every path.
     pub(super) key: &'a str,
     pub(super) vars: Vars<'a>,
     /// The folder relative `envFile` paths are relative to, if any.

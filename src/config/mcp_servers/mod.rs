@@ -3,7 +3,8 @@
 //!
 //! Its own room because the file format is not our API: its keys, aliases and error messages
 //! (which name the server and the JSON path of the field) are kept apart from the builders they
-//! call. This file reads the document (JSONC, bounded) and finds its servers; the rooms beside
+//! call. This file reads the document (JSONC, bounded) and finds its servers (the top-level
+//! objects, and a project's in Claude Code's `~/.claude.json`); the rooms beside
 //! it hold the rest:
 //!
 //! - `options`: [`LoadOptions`] and [`Loaded`], the loader's public face.
@@ -55,13 +56,15 @@ impl ServerConfig {
     ///
     /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
     /// the README's Configuration section describes: top-level `mcpServers` and VS Code's
-    /// `servers` (both read when both are there; a name under both is that entry's error); stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
-    /// with `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`)
-    /// and `headers`; `disabled: true` or `enabled: false`; comments and trailing commas;
-    /// `${VAR}`, `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
+    /// `servers` (both read when both are there; a name under both is that entry's error);
+    /// stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries with
+    /// `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`) and
+    /// `headers`; `disabled: true` or `enabled: false`; comments and trailing commas; `${VAR}`,
+    /// `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
     /// `type: "sse"`, the legacy HTTP+SSE transport, is rejected. Errors name the server and
     /// the field. A relative `envFile` is an error here (there is no file to be relative to),
-    /// and so is `${input:…}`: [`LoadOptions`] gives both, and partial loading.
+    /// and so is `${input:…}`: [`LoadOptions`] gives both, partial loading, and the project
+    /// whose servers Claude Code's `~/.claude.json` keeps under `projects`.
     pub fn from_mcp_servers_json(json: &str) -> Result<Vec<ServerConfig>, Error> {
         LoadOptions::new()
             .strict(true)
@@ -159,7 +162,16 @@ fn load_document(
     let Some(root) = doc.as_object() else {
         return Err(Error::config(None, "(document)", "expected a JSON object"));
     };
-    let entries = entries(&sections(root)?);
+    let mut sections = sections(root)?;
+    let project = project_servers(options, root)?;
+    if let Some(project) = &project {
+        sections.push(Section {
+            key: &project.key,
+            servers: project.servers,
+            wins: true,
+        });
+    }
+    let entries = entries(&sections);
     let workspace = options
         .workspace_folder
         .clone()
@@ -201,9 +213,12 @@ fn load_document(
 struct Section<'a> {
     key: &'a str,
     servers: &'a Map<String, Value>,
+    /// Its entries replace those of the same name in the sections before it (a project's
+    /// servers); otherwise a name in two sections is a clash.
+    wins: bool,
 }
 
-/// The objects of servers a document holds: top-level `mcpServers` (Claude, Cursor, Windsurf)
+/// The top-level objects of servers a document holds: `mcpServers` (Claude, Cursor, Windsurf)
 /// and VS Code's `servers`, both read when both are there (a file one host wrote and another
 /// added to), so that neither is dropped without a word.
 fn sections(root: &Map<String, Value>) -> Result<Vec<Section<'_>>, Error> {
@@ -211,11 +226,17 @@ fn sections(root: &Map<String, Value>) -> Result<Vec<Section<'_>>, Error> {
     for key in ["mcpServers", "servers"] {
         match root.get(key) {
             None => {}
-            Some(Value::Object(servers)) => sections.push(Section { key, servers }),
+            Some(Value::Object(servers)) => sections.push(Section {
+                key,
+                servers,
+                wins: false,
+            }),
             Some(_) => return Err(Error::config(None, key, "expected an object of servers")),
         }
     }
-    if sections.is_empty() {
+    // Claude Code's `~/.claude.json` (the file with `projects`) may keep every server under
+    // its projects, and none at the top.
+    if sections.is_empty() && !root.contains_key("projects") {
         return Err(Error::config(
             None,
             "mcpServers",
@@ -223,6 +244,57 @@ fn sections(root: &Map<String, Value>) -> Result<Vec<Section<'_>>, Error> {
         ));
     }
     Ok(sections)
+}
+
+/// A project's servers in Claude Code's `~/.claude.json`, and the JSON path of their object.
+struct ProjectServers<'a> {
+    key: String,
+    servers: &'a Map<String, Value>,
+}
+
+/// The servers Claude Code's `~/.claude.json` keeps for the project of
+/// [`LoadOptions::project`] (its "local" scope), under `projects.<absolute path>.mcpServers`;
+/// `None` without a project, or when the file has none for it.
+fn project_servers<'a>(
+    options: &LoadOptions,
+    root: &'a Map<String, Value>,
+) -> Result<Option<ProjectServers<'a>>, Error> {
+    let (Some(project), Some(projects)) = (&options.project, root.get("projects")) else {
+        return Ok(None);
+    };
+    let Some(projects) = projects.as_object() else {
+        return Err(Error::config(
+            None,
+            "projects",
+            "expected an object of projects",
+        ));
+    };
+    // Claude Code keys a project by its absolute path; compared as paths, so that a trailing
+    // `/` or a doubled one does not hide it.
+    let project = std::path::absolute(project).unwrap_or_else(|_| project.clone());
+    let found = project
+        .to_str()
+        .and_then(|p| projects.get_key_value(p))
+        .or_else(|| projects.iter().find(|(k, _)| Path::new(k) == project));
+    let Some((path, entry)) = found else {
+        return Ok(None);
+    };
+    let at = format!("projects[{}]", Value::from(path.as_str()));
+    let Some(entry) = entry.as_object() else {
+        return Err(Error::config(None, at, "expected an object"));
+    };
+    match entry.get("mcpServers") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(servers)) => Ok(Some(ProjectServers {
+            key: format!("{at}.mcpServers"),
+            servers,
+        })),
+        Some(_) => Err(Error::config(
+            None,
+            format!("{at}.mcpServers"),
+            "expected an object of servers",
+        )),
+    }
 }
 
 /// One server's entry, found in a section.
@@ -235,12 +307,21 @@ struct Found<'a> {
     also_under: Option<&'a str>,
 }
 
-/// Every entry of the sections, by name (in name order, as the hosts' maps are).
+/// Every entry of the sections, by name (in name order, as the hosts' maps are). A project's
+/// entry replaces a top-level one of the same name whole, as Claude Code's local scope wins
+/// over its user scope; two top-level ones clash.
 fn entries<'a>(sections: &[Section<'a>]) -> BTreeMap<&'a str, Found<'a>> {
     let mut entries: BTreeMap<&str, Found> = BTreeMap::new();
     for section in sections {
         for (name, value) in section.servers {
             match entries.get_mut(name.as_str()) {
+                Some(found) if section.wins => {
+                    *found = Found {
+                        key: section.key,
+                        value,
+                        also_under: None,
+                    }
+                }
                 Some(found) => found.also_under = Some(section.key),
                 None => {
                     let found = Found {
