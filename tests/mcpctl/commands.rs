@@ -443,7 +443,50 @@ async fn a_server_given_with_http_gets_its_headers() {
     let call = server.stats().last_post("tools/call");
     let call = call.unwrap_or_else(|| panic!("the server saw no tools/call"));
     assert_eq!(call.header("x-api-key"), Some("k1"));
+
+    // Issue 20, item 3: a URL's scheme is case-insensitive (it was refused as not http://).
+    let upper = url.replacen("http://", "HTTP://", 1);
+    let out = tokio::process::Command::new(MCPCTL)
+        .args([
+            "--http",
+            &upper,
+            "--json",
+            "call",
+            "echo",
+            r#"{"text":"upper"}"#,
+        ])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["result"]["content"][0]["text"], "upper");
     server.stop().await;
+}
+
+/// Issue 20, item 3: a URL or a header name that cannot be sent is refused before anything
+/// connects, naming the field (they failed only at connect time).
+#[test]
+fn a_bad_url_or_header_name_is_refused_at_load() {
+    let out = mcpctl(&["--http", "https://mcp example.com/mcp", "status"]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("field `url`") && stderr.contains("whitespace"),
+        "{stderr}"
+    );
+    let out = mcpctl(&[
+        "--http",
+        "https://h.example/mcp",
+        "--header",
+        "X(Bad): v",
+        "status",
+    ]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("field `headers.X(Bad)`") && stderr.contains("not a valid header name"),
+        "{stderr}"
+    );
 }
 
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its

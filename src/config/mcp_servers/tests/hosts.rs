@@ -126,6 +126,7 @@ fn unset_variables_are_errors_naming_server_and_field() {
 
 /// An error never shows the value a variable expanded to.
 #[test]
+#[cfg(feature = "http")] // its URL and header are checked with the `http` feature's crates
 fn errors_show_the_reference_not_the_value() {
     let options = opts().env_vars([("URL", "ftp://user:SECRET-2@h/x"), ("NL", "a\nSECRET-3")]);
     let loaded = options

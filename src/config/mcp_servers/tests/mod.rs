@@ -105,15 +105,31 @@ fn errors_name_server_and_field() {
             "mcpServers.fs.url",
         ),
         (
-            r#"{"mcpServers": {"fs": {"url": "ftp://x"}}}"#,
-            "mcpServers.fs.url",
-        ),
-        (
             r#"{"mcpServers": {"fs": {"url": "http://x", "headers": {"A": 1}}}}"#,
             "mcpServers.fs.headers.A",
         ),
         (r#"{"mcpServers": {"fs": "npx"}}"#, "mcpServers.fs"),
     ];
+    // Checked with the `http` feature's crates; without them, refused for the transport.
+    #[cfg(feature = "http")]
+    let cases = [
+        cases.as_slice(),
+        &[
+            (
+                r#"{"mcpServers": {"fs": {"url": "ftp://x"}}}"#,
+                "mcpServers.fs.url",
+            ),
+            (
+                r#"{"mcpServers": {"fs": {"serverUrl": "https://a b"}}}"#,
+                "mcpServers.fs.serverUrl",
+            ),
+            (
+                r#"{"mcpServers": {"fs": {"url": "https://a/mcp", "headers": {"X(Bad)": "v"}}}}"#,
+                "mcpServers.fs.headers.X(Bad)",
+            ),
+        ],
+    ]
+    .concat();
     for (json, want_field) in cases {
         match ServerConfig::from_mcp_servers_json(json) {
             Err(Error::Config { server, field, .. }) => {
