@@ -301,6 +301,36 @@ fn a_server_given_with_stdio_needs_no_file_and_no_name() {
     assert_eq!(json_lines(&out)[0]["name"], "d");
 }
 
+/// Issue 20, item 4: `--input ID=VALUE` gives VS Code's `${input:ID}` its value; without it,
+/// the error tells an mcpctl user how to give one.
+#[test]
+fn inputs_come_from_the_command_line() {
+    let dir = common::tempdir();
+    let path = dir.path().join("mcp.json");
+    let text = r#"{"inputs": [{"type": "promptString", "id": "server"}],
+                   "servers": {"demo": {"command": "${input:server}"}}}"#;
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    let config = path.display().to_string();
+    let input = format!("server={DEMO}");
+    let out = mcpctl(&["--config", &config, "--input", &input, "status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["state"], "ready");
+
+    let out = mcpctl(&["--config", &config, "status"]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("give its value with `--input server=…`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("LoadOptions"), "{stderr}");
+
+    let out = mcpctl(&["--input", "a=b", "status", "--stdio", "--", DEMO]);
+    assert_eq!(code(&out), 2);
+}
+
 /// Issue 20, item 1: with Claude Code's `~/.claude.json`, mcpctl reads the servers kept for
 /// the project it runs in (its working directory, as for Claude Code), which win over the
 /// top-level ones of the same name.

@@ -15,8 +15,9 @@ use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 const AFTER_HELP: &str = "\
-Servers come from an mcpServers file (--config, default mcp.json), or one server is given on
-the command line: --stdio -- COMMAND [ARGS...] or --http URL [--header 'Name: value'].
+Servers come from an mcpServers file (--config, default mcp.json; --input ID=VALUE for its
+${input:ID}), or one server is given on the command line: --stdio -- COMMAND [ARGS...] or
+--http URL [--header 'Name: value'].
 SERVER is left out when the server is given on the command line.
 Durations take ms or s: 200ms, 5s, 1.5s.
 Exit codes: 0 ok, 1 a server not ready or a call failed, 2 bad usage or configuration,
@@ -59,6 +60,11 @@ pub(crate) struct SourceArgs {
     /// An environment variable for the --stdio server, KEY=VALUE (repeatable)
     #[arg(long, global = true, value_name = "KEY=VALUE", value_parser = parse_env)]
     pub(crate) env: Vec<(String, Secret)>,
+
+    /// The value of the config file's `${input:ID}` (VS Code's inputs, which mcpctl does not
+    /// prompt for), ID=VALUE (repeatable)
+    #[arg(long, global = true, value_name = "ID=VALUE", value_parser = parse_input)]
+    pub(crate) input: Vec<(String, Secret)>,
 
     /// The name of the server given with --stdio or --http [default: the command's file name,
     /// or the URL's host]
@@ -340,6 +346,14 @@ fn parse_env(text: &str) -> Result<(String, Secret), String> {
     }
 }
 
+/// `ID=VALUE`: an input's id never holds a `=`, its value may.
+fn parse_input(text: &str) -> Result<(String, Secret), String> {
+    match text.split_once('=') {
+        Some((id, value)) if !id.is_empty() => Ok((id.to_owned(), Secret(value.to_owned()))),
+        _ => Err("expected `ID=VALUE`".into()),
+    }
+}
+
 /// A duration, and more than zero: a call with no time at all could only time out.
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     let timeout = parse_duration(text)?;
@@ -396,6 +410,9 @@ mod tests {
         let (key, value) = parse_env("A=b=c").unwrap();
         assert_eq!((key.as_str(), value.0.as_str()), ("A", "b=c"));
         assert!(parse_env("=x").is_err());
+        let (id, value) = parse_input("api-key=s=3").unwrap();
+        assert_eq!((id.as_str(), value.0.as_str()), ("api-key", "s=3"));
+        assert!(parse_input("api-key").is_err());
     }
 
     #[test]
@@ -406,6 +423,8 @@ mod tests {
             "http://h/mcp",
             "--header",
             "Authorization: Bearer s3cret",
+            "--input",
+            "key=in-s3cret",
             "status",
         ])
         .unwrap();

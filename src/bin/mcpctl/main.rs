@@ -3,7 +3,8 @@
 //! `cargo install mcp-supervisor --features cli` (or `--path .` in a checkout).
 //!
 //! ```text
-//! mcpctl [--config PATH | --stdio | --http URL [--header 'K: V']...] [--json] <command> [-- COMMAND ARGS...]
+//! mcpctl [--config PATH [--input ID=V]... | --stdio | --http URL [--header 'K: V']...] [--json]
+//!        <command> [-- COMMAND ARGS...]
 //!
 //! status [SERVER] [--wait 30s]     every server's state, era, protocol version, server name and
 //!                                  version and tools; in full why one is not Ready
@@ -21,7 +22,8 @@
 //!
 //! `--config` defaults to `mcp.json` in the current directory; the file is read with
 //! [`mcp_supervisor::LoadOptions`]: entries it cannot load are reported (and are rows of
-//! `status`), the valid ones are used; the working directory is the project whose servers
+//! `status`), the valid ones are used; `--input ID=VALUE` gives the value of VS Code's
+//! `${input:ID}` (mcpctl does not prompt); the working directory is the project whose servers
 //! Claude Code's `~/.claude.json` keeps under `projects`. `--stdio -- npx -y pkg` or `--http URL` give one server
 //! instead, named after its command or host (`--name` to choose), and SERVER is then left out.
 //! The global options may stand before or after the command. `mcpctl --help`,
@@ -128,7 +130,9 @@ fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), 
         Action::resolve(command, single.as_ref().map(|s| s.name())).map_err(Problem::Usage)?;
     let servers = match single {
         Some(server) => Servers::single(server),
-        None => source::load_file(source.config.as_deref()).map_err(Problem::Config)?,
+        None => {
+            source::load_file(source.config.as_deref(), &source.input).map_err(Problem::Config)?
+        }
     };
     let mut servers = match action.server() {
         Some(name) => servers.only(name).map_err(Problem::Config)?,

@@ -181,6 +181,7 @@ fn load_document(
         vars: expand::Vars {
             env: options.env.as_ref(),
             inputs: &options.inputs,
+            input_hint: options.input_hint.as_deref(),
             workspace_folder: workspace.as_deref(),
         },
         base_dir: options.base_dir.as_deref().or(file_dir),

@@ -43,6 +43,7 @@ use crate::error::Error;
 #[derive(Clone, Default)]
 pub struct LoadOptions {
     pub(super) inputs: BTreeMap<String, String>,
+    pub(super) input_hint: Option<String>,
     pub(super) env: Option<BTreeMap<String, String>>,
     pub(super) base_dir: Option<PathBuf>,
     pub(super) workspace_folder: Option<PathBuf>,
@@ -56,6 +57,7 @@ impl fmt::Debug for LoadOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadOptions")
             .field("inputs", &self.inputs.keys().collect::<Vec<_>>())
+            .field("input_hint", &self.input_hint)
             .field(
                 "env",
                 &self.env.as_ref().map(|env| env.keys().collect::<Vec<_>>()),
@@ -91,6 +93,26 @@ impl LoadOptions {
     {
         self.inputs
             .extend(inputs.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// How the error for an `${input:id}` without a value tells the user to supply one, `{id}`
+    /// standing for the input's id: an application names its own way (a command-line tool its
+    /// option, a service its secret store). The error reads `` `${input:id}`: <hint> ``.
+    /// Default: ``a service cannot prompt for an input; supply its value with
+    /// `LoadOptions::input("{id}", …)` ``.
+    ///
+    /// ```
+    /// use mcp_supervisor::config::LoadOptions;
+    ///
+    /// let loaded = LoadOptions::new()
+    ///     .input_hint("give its value with `--input {id}=…`")
+    ///     .load_json(r#"{"servers": {"s": {"command": "srv", "env": {"KEY": "${input:key}"}}}}"#)?;
+    /// assert!(loaded.invalid[0].to_string().ends_with("give its value with `--input key=…`"));
+    /// # Ok::<(), mcp_supervisor::Error>(())
+    /// ```
+    pub fn input_hint(mut self, hint: impl Into<String>) -> Self {
+        self.input_hint = Some(hint.into());
         self
     }
 
