@@ -519,6 +519,60 @@ fn a_bad_url_or_header_name_is_refused_at_load() {
     );
 }
 
+/// Issue 20, item 5: a reader that goes away before the first line (`mcpctl tools | head`)
+/// ends mcpctl quietly, with 0: no panic (it was exit code 101 and "failed printing to
+/// stdout"), and a command that would go on (`watch`, repeated calls) stops.
+#[test]
+fn a_reader_that_goes_away_early_ends_mcpctl_quietly() {
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let cases: &[&[&str]] = &[
+        &["tools", "--stdio", "--", DEMO],
+        &["watch", "--json", "--stdio", "--", DEMO],
+        &[
+            "call",
+            "echo",
+            r#"{"text":"x"}"#,
+            "--repeat",
+            "1000",
+            "--interval",
+            "1s",
+        ],
+        &["completions", "bash"],
+    ];
+    for args in cases {
+        let mut all = args.to_vec();
+        if args[0] == "call" {
+            all.extend(["--stdio", "--", DEMO]);
+        }
+        let mut child = Command::new(MCPCTL)
+            .args(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+        drop(child.stdout.take()); // the reader is gone before the first line
+        let pid = child.id();
+        let (tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = match done.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => panic!("{args:?}: {e}"),
+            Err(_) => {
+                common::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                panic!("{args:?}: mcpctl did not end after its reader went away");
+            }
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its
 /// `stopped` is printed) and exits with 0.
 #[test]

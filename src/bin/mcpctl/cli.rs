@@ -20,8 +20,8 @@ ${input:ID}), or one server is given on the command line: --stdio -- COMMAND [AR
 --http URL [--header 'Name: value'].
 SERVER is left out when the server is given on the command line.
 Durations take ms or s: 200ms, 5s, 1.5s.
-Exit codes: 0 ok, 1 a server not ready or a call failed, 2 bad usage or configuration,
-130 interrupted.";
+Exit codes: 0 ok (also when stdout's reader goes away early, as with | head), 1 a server not
+ready or a call failed, 2 bad usage or configuration, 130 interrupted.";
 
 /// mcpctl: look at and exercise MCP servers, those of an mcpServers file or one given here
 #[derive(Debug, Parser)]

@@ -68,13 +68,13 @@ impl Session {
             Ok(statuses) => {
                 if self.json {
                     for status in &statuses {
-                        println!("{}", json::status(status));
+                        out!("{}", json::status(status));
                     }
                     for e in &self.invalid {
-                        println!("{}", json::invalid_entry(invalid_name(e), e));
+                        out!("{}", json::invalid_entry(invalid_name(e), e));
                     }
                     for name in &self.disabled {
-                        println!("{}", json::disabled_entry(name));
+                        out!("{}", json::disabled_entry(name));
                     }
                 } else {
                     print_status_table(&statuses, &self.invalid, &self.disabled);
@@ -98,16 +98,16 @@ impl Session {
                 for status in &statuses {
                     if status.state.is_ready() {
                         for tool in &status.tools {
-                            println!("{}", json::item(&status.name, "tool", tool));
+                            out!("{}", json::item(&status.name, "tool", tool));
                         }
                         if let Some(why) = &status.tools_truncated {
-                            println!("{}", json::item(&status.name, "tools_truncated", why));
+                            out!("{}", json::item(&status.name, "tools_truncated", why));
                         }
                     } else if let Some(e) = &status.last_error {
-                        println!("{}", json::server_error(&status.name, e));
+                        out!("{}", json::server_error(&status.name, e));
                     } else {
                         let reason = format!("it is {}", status.state.name());
-                        println!(
+                        out!(
                             "{}",
                             json::server_error(&status.name, &unavailable(status, reason))
                         );
@@ -118,7 +118,7 @@ impl Session {
             Ok(statuses) => {
                 for (i, status) in statuses.iter().enumerate() {
                     if i > 0 {
-                        println!();
+                        out!();
                     }
                     print_tools(status);
                 }
@@ -156,9 +156,9 @@ impl Session {
                 code = EXIT_FAILED;
             }
             if self.json {
-                println!("{}", json::outcome(Some(seq), ms, &outcome));
+                out!("{}", json::outcome(Some(seq), ms, &outcome));
             } else {
-                println!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
+                out!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
             }
         }
         code

@@ -56,12 +56,12 @@ impl Session {
             }
             if !offers(status, feature) {
                 if list.server.is_some() && !self.json {
-                    println!("{} offers no {}", status.name, feature.noun());
+                    out!("{} offers no {}", status.name, feature.noun());
                 }
                 continue;
             }
             if !self.json && !std::mem::take(&mut first) {
-                println!();
+                out!();
             }
             let ok = match feature {
                 Feature::Resources => self.show_resources(&status.name, list.timeout).await,
@@ -80,9 +80,9 @@ impl Session {
             .clone()
             .unwrap_or_else(|| unavailable(status, format!("it is {}", status.state.name())));
         if self.json {
-            println!("{}", json::server_error(&status.name, &error));
+            out!("{}", json::server_error(&status.name, &error));
         } else {
-            println!(
+            out!(
                 "{} ({}, {}): {}",
                 status.name,
                 status.transport,
@@ -125,24 +125,24 @@ impl Session {
         match (items, self.json) {
             (Ok(items), true) => {
                 for item in &items {
-                    println!("{}", json::item(server, key, item));
+                    out!("{}", json::item(server, key, item));
                 }
                 true
             }
             (Ok(items), false) => {
-                println!("{server} ({} {key}s)", items.len());
+                out!("{server} ({} {key}s)", items.len());
                 let rows: Vec<Vec<String>> = items.iter().map(columns).collect();
                 for line in aligned(&rows) {
-                    println!("  {line}");
+                    out!("  {line}");
                 }
                 true
             }
             (Err(e), true) => {
-                println!("{}", json::server_error(server, &e));
+                out!("{}", json::server_error(server, &e));
                 false
             }
             (Err(e), false) => {
-                println!("{server}: error {}: {}", e.code(), full_error(&e));
+                out!("{server}: error {}: {}", e.code(), full_error(&e));
                 false
             }
         }
@@ -226,9 +226,9 @@ impl Session {
     ) -> u8 {
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match (outcome, self.json) {
-            (_, true) => println!("{}", json::outcome(None, ms, outcome)),
-            (Ok(result), false) => println!("{}", for_terminal(&text(result))),
-            (Err(e), false) => println!("error {}: {}", e.code(), full_error(e)),
+            (_, true) => out!("{}", json::outcome(None, ms, outcome)),
+            (Ok(result), false) => out!("{}", for_terminal(&text(result))),
+            (Err(e), false) => out!("error {}: {}", e.code(), full_error(e)),
         }
         if outcome.is_ok() {
             EXIT_OK

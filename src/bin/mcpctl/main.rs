@@ -36,7 +36,9 @@
 //! Exit codes: 0 success; 1 a server was not Ready (`status`, `tools`, `resources`, `prompts`;
 //! for `status` also an invalid entry) or a request failed or a tool returned an error; 2 bad
 //! usage or an invalid configuration; 130 interrupted by Ctrl-C (`watch` ends with 0). Ctrl-C
-//! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them.
+//! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them. When
+//! stdout's reader goes away early (`mcpctl tools | head -2`), the command stops, the servers
+//! are shut down the same way, and the exit code is 0 (see `stdout.rs`).
 //!
 //! Set `RUST_LOG` (e.g. `RUST_LOG=mcp_supervisor=debug`) to see the supervisor's logs on stderr.
 //!
@@ -51,8 +53,19 @@
 //! - `commands.rs`: one method per command, and the exit code its outcome earns.
 //! - `features.rs`: the resources and prompts commands.
 //! - `output.rs`: the status table, tool lists and call lines for people; `json.rs`: for scripts.
+//! - `stdout.rs`: every line printed on stdout (`out!`), and a reader that goes away early.
 //! - `event_printer.rs`: one line per supervisor event, for `watch`.
 //! - `login.rs`: the token file every command uses, and `login`'s browser and loopback callback.
+
+/// `println!` for stdout, that ends mcpctl quietly when the reader goes away (see `stdout.rs`).
+macro_rules! out {
+    () => {
+        $crate::stdout::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::line(format_args!($($arg)*))
+    };
+}
 
 mod action;
 mod cli;
@@ -65,6 +78,7 @@ mod output;
 mod progress;
 mod session;
 mod source;
+mod stdout;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -86,8 +100,11 @@ fn main() -> ExitCode {
     // A bad command line ends here, with clap's message and exit code 2.
     let cli = Cli::parse();
     if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut std::io::stdout());
-        return ExitCode::from(EXIT_OK);
+        // Into memory first: clap_complete panics when a write fails.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut script);
+        stdout::write_all(&script);
+        return ExitCode::from(stdout::exit_code(EXIT_OK));
     }
     init_tracing();
     let (action, servers) = match plan(cli.source, cli.command) {
