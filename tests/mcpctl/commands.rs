@@ -235,6 +235,36 @@ fn call_answers_and_a_failed_call_exits_1() {
     assert_eq!(lines[0]["ok"], false, "{lines:?}");
 }
 
+/// Issue 20, item 6: `call` takes KEY=VALUE words, typed by the tool's input schema.
+#[test]
+fn call_takes_key_value_words_typed_by_the_schema() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let call = |words: &[&str]| {
+        let mut args = vec!["--config", config.as_str(), "call", "demo"];
+        args.extend_from_slice(words);
+        mcpctl(&args)
+    };
+    // `add` takes numbers: typed, they add up (as strings, the demo server refuses them).
+    let out = call(&["add", "a=2", "b=3", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["result"]["structuredContent"]["sum"], 5);
+    // `echo`'s text is a string: it stays one, even when it looks like a number.
+    let out = call(&["echo", "text=007"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "007\n"));
+    // A value that is not what the schema says: an error naming the key, before any call.
+    let out = call(&["counter", "delay_ms=soon"]);
+    assert_eq!(code(&out), 2);
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`delay_ms` must be an integer"), "{stderr}");
+    // The JSON object still works, and a word that is neither is a usage error.
+    let out = call(&["echo", r#"{"text":"json"}"#]);
+    assert_eq!(stdout(&out), "json\n");
+    let out = call(&["echo", "text=a", "oops"]);
+    assert_eq!(code(&out), 2);
+}
+
 #[test]
 fn resources_read_prompts_and_prompt() {
     let dir = common::tempdir();

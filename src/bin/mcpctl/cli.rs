@@ -117,11 +117,18 @@ pub(crate) enum Command {
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Tools(ListArgs),
 
-    /// Run a tool with JSON arguments (an object; default {})
+    /// Run a tool, with KEY=VALUE arguments or one JSON object (default none)
     ///
     /// Runs a tool and prints each outcome: the result's text, `tool error: <text>` for a
     /// result with isError, or `error <kind>: <message>`. Only SERVER is started. Exits with 1
     /// if a call failed or returned a tool error.
+    ///
+    /// Its arguments are one JSON object ('{"path": "/srv/a.txt", "head": 3}') or KEY=VALUE
+    /// words (path=/srv/a.txt head=3), each value typed by the tool's input schema
+    /// (inputSchema.properties.KEY.type): a string takes the text as it is (zip=01234 stays
+    /// "01234"); an integer, number, boolean or null the text as that, else exits with 2 naming
+    /// the key; an object or array the text parsed as JSON (opts='{"a":1}'); a key the schema
+    /// does not type, the text as JSON if it parses, else as a string.
     ///
     /// With --json, one object per call:
     /// {"seq":1,"ok":true,"ms":12,"result":{...}} (the tools/call result as the server sent it)
@@ -258,8 +265,9 @@ pub(crate) struct ListArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CallArgs {
-    /// [SERVER] TOOL [JSON]: the server that has the tool, the tool's name, its arguments
-    #[arg(value_name = "ARGS", num_args = 1..=3, required = true)]
+    /// [SERVER] TOOL [JSON | KEY=VALUE...]: the server that has the tool, the tool's name, its
+    /// arguments
+    #[arg(value_name = "ARGS", num_args = 1.., required = true)]
     pub(crate) words: Vec<String>,
 
     #[command(flatten)]

@@ -6,6 +6,7 @@
 //! `action.rs`, an arm in [`Session::run`] and a method here (or, for resources and prompts, in
 //! `features.rs`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_supervisor::{CallTool, Error, ServerStatus};
@@ -13,12 +14,13 @@ use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
 use crate::action::Action;
+use crate::arguments::{typed, Arguments};
 use crate::features::Feature;
 use crate::json;
 use crate::output::{human_line, print_status_table, print_tools};
 use crate::session::Session;
 use crate::source::invalid_name;
-use crate::{EXIT_FAILED, EXIT_OK};
+use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 impl Session {
     /// Runs one command to its end; answers its exit code.
@@ -132,17 +134,28 @@ impl Session {
     }
 
     async fn call(&mut self, args: Repeated<'_>) -> u8 {
+        let arguments = match args.arguments {
+            Arguments::Json(map) => map.clone(),
+            Arguments::Pairs(pairs) => {
+                let schema = self
+                    .input_schema(args.server, args.tool, args.timeout)
+                    .await;
+                match typed(pairs, schema.as_deref()) {
+                    Ok(map) => map,
+                    Err(message) => {
+                        eprintln!("mcpctl: {message}");
+                        return EXIT_USAGE;
+                    }
+                }
+            }
+        };
         let mut code = EXIT_OK;
         for seq in 1..=args.repeat {
             if seq > 1 {
                 tokio::time::sleep(args.interval).await;
             }
-            let call = CallTool::new(
-                args.server,
-                args.tool,
-                Value::Object(args.arguments.clone()),
-            )
-            .timeout(args.timeout);
+            let call = CallTool::new(args.server, args.tool, Value::Object(arguments.clone()))
+                .timeout(args.timeout);
             let started = Instant::now();
             let outcome = match self.sup.send(call).await {
                 Ok(outcome) => outcome,
@@ -164,6 +177,20 @@ impl Session {
         code
     }
 
+    /// The input schema of `server`'s tool, from its cached tool list once it is Ready (at most
+    /// `limit`); `None` if it is not, or has no such tool: the call then says why.
+    async fn input_schema(
+        &mut self,
+        server: &str,
+        tool: &str,
+        limit: Duration,
+    ) -> Option<Arc<Map<String, Value>>> {
+        let statuses = self.settle(limit).await.ok()?;
+        let status = statuses.iter().find(|s| s.name == server)?;
+        let tool = status.tools.iter().find(|t| t.name == tool)?;
+        Some(tool.input_schema.clone())
+    }
+
     async fn watch(&mut self) -> u8 {
         eprintln!("mcpctl: watching; Ctrl-C to stop");
         while let Some(event) = self.events.recv().await {
@@ -178,7 +205,7 @@ impl Session {
 struct Repeated<'a> {
     server: &'a str,
     tool: &'a str,
-    arguments: &'a Map<String, Value>,
+    arguments: &'a Arguments,
     timeout: Duration,
     repeat: u32,
     interval: Duration,

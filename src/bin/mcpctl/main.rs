@@ -9,8 +9,9 @@
 //! status [SERVER] [--wait 30s]     every server's state, era, protocol version, server name and
 //!                                  version and tools; in full why one is not Ready
 //! tools [SERVER]                   the cached tool lists with their annotation hints
-//! call [SERVER] TOOL [JSON]        run a tool (JSON: its arguments, an object; default {});
-//!      [--timeout 30s] [--repeat 1] [--interval 1s]
+//! call [SERVER] TOOL [ARGS...]     run a tool; ARGS: one JSON object, or KEY=VALUE words typed
+//!      [--timeout 30s] [--repeat 1] by the tool's input schema (default none)
+//!      [--interval 1s]
 //! resources [SERVER]               every page of resources/list
 //! read [SERVER] URI                resources/read
 //! prompts [SERVER]                 every page of prompts/list, with the prompts' arguments
@@ -47,6 +48,8 @@
 //! - `main.rs`: parse, find the servers, run the command on an actix system.
 //! - `cli.rs`: the commands and options (clap), with their value checks and help texts.
 //! - `action.rs`: the command resolved against where the servers come from.
+//! - `arguments.rs`: `call`'s arguments, one JSON object or `KEY=VALUE` words typed by the
+//!   tool's input schema.
 //! - `source.rs`: the servers, from the file (partial load) or from the command line.
 //! - `session.rs`: the supervisor's lifecycle around a command: start, settle, Ctrl-C, shutdown.
 //! - `progress.rs`: the spinners of a long wait, on a terminal only.
@@ -68,6 +71,7 @@ macro_rules! out {
 }
 
 mod action;
+mod arguments;
 mod cli;
 mod commands;
 mod event_printer;
