@@ -191,9 +191,10 @@ pub mod web;
 pub use rmcp::model;
 
 pub use actor::messages::{
-    AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts, ListResources,
-    ListTools, Ping, Progress, ReadResource, Reconnect, RemoveServer, ServerEvent, ServerRequest,
-    SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
+    AddServer, Call, CallOptions, CallTool, GetPrompt, GetStatus, ListPrompts,
+    ListResourceTemplates, ListResources, ListTools, Ping, Progress, ReadResource, Reconnect,
+    RemoveServer, ServerEvent, ServerRequest, SetRequestHandler, Shutdown, Subscribe,
+    SubscribeEvents, TypedCall, Unsubscribe,
 };
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};

@@ -274,6 +274,7 @@ typed_routes!(
     CallTool,
     ListTools,
     ListResources,
+    ListResourceTemplates,
     ReadResource,
     ListPrompts,
     GetPrompt,

@@ -286,6 +286,22 @@ fn resources_read_prompts_and_prompt() {
     assert_eq!(read[0]["ok"], true);
     assert_eq!(read[0]["result"]["contents"][0]["text"], "version 0");
 
+    // Issue 20, item 7: the resource templates, and a resource read from one.
+    let templates = run(&["templates"]);
+    assert_eq!(templates.len(), 1, "{templates:?}");
+    assert_eq!(templates[0]["server"], "demo");
+    assert_eq!(
+        templates[0]["template"]["uriTemplate"],
+        "demo://greeting/{name}"
+    );
+    let read = run(&["read", "demo", "demo://greeting/Ada"]);
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "Hello, Ada!");
+    let out = mcpctl(&["--config", &config, "templates", "demo"]);
+    assert_eq!(
+        stdout(&out),
+        "demo (1 templates)\n  demo://greeting/{name}  greeting  text/plain  A greeting for {name}.\n"
+    );
+
     let prompts = run(&["prompts", "demo"]);
     assert_eq!(prompts[0]["prompt"]["name"], "greet");
     assert_eq!(prompts[0]["prompt"]["arguments"][0]["required"], true);
@@ -520,6 +536,16 @@ async fn a_server_given_with_http_gets_its_headers() {
         .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json_lines(&out)[0]["result"]["content"][0]["text"], "upper");
+
+    // Issue 20, item 7: a server that offers resources but has no `resources/templates/list`
+    // (method not found) lists no templates; that is no failure.
+    let out = tokio::process::Command::new(MCPCTL)
+        .args(["--http", &url, "--name", "h", "templates"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "h (0 templates)\n");
     server.stop().await;
 }
 

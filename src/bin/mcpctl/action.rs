@@ -21,6 +21,7 @@ pub(crate) enum Action {
     },
     Tools(List),
     Resources(List),
+    Templates(List),
     Prompts(List),
     Call {
         server: String,
@@ -44,7 +45,7 @@ pub(crate) enum Action {
     Watch,
 }
 
-/// `tools`, `resources`, `prompts`: all servers or one.
+/// `tools`, `resources`, `templates`, `prompts`: all servers or one.
 #[derive(Debug)]
 pub(crate) struct List {
     pub(crate) server: Option<String>,
@@ -63,6 +64,7 @@ impl Action {
             },
             Command::Tools(args) => Action::Tools(list(args, single)?),
             Command::Resources(args) => Action::Resources(list(args, single)?),
+            Command::Templates(args) => Action::Templates(list(args, single)?),
             Command::Prompts(args) => Action::Prompts(list(args, single)?),
             Command::Call(args) => call(args, single)?,
             Command::Read(args) => read(args, single)?,
@@ -85,9 +87,10 @@ impl Action {
     /// The one server the command is about, if it names one: the only one started.
     pub(crate) fn server(&self) -> Option<&str> {
         match self {
-            Action::Tools(list) | Action::Resources(list) | Action::Prompts(list) => {
-                list.server.as_deref()
-            }
+            Action::Tools(list)
+            | Action::Resources(list)
+            | Action::Templates(list)
+            | Action::Prompts(list) => list.server.as_deref(),
             Action::Call { server, .. }
             | Action::Read { server, .. }
             | Action::Prompt { server, .. } => Some(server),

@@ -147,6 +147,18 @@ pub(crate) enum Command {
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Resources(ListArgs),
 
+    /// The resource templates the servers list
+    ///
+    /// Every page of resources/templates/list, by server (only the servers that offer
+    /// resources; one that has no such method offers no templates): URI template, name, MIME
+    /// type, description. Exits with 1 if a server is not Ready or a list failed.
+    ///
+    /// With --json, one object per template, {"server":"fs","template":{...}} (as the server
+    /// listed it, e.g. "uriTemplate"), and {"server":"fs","error":{...}} for a server that is
+    /// not Ready or whose list failed.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Templates(ListArgs),
+
     /// Read a resource and print its contents
     ///
     /// Reads URI with resources/read and prints each content: text as is, a blob as its
@@ -247,7 +259,7 @@ pub(crate) struct StdioCommand {
     pub(crate) command: Vec<String>,
 }
 
-/// `tools`, `resources`, `prompts`: all servers, or one.
+/// `tools`, `resources`, `templates`, `prompts`: all servers, or one.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
     /// Only this server: the only one started
@@ -316,7 +328,10 @@ impl Command {
     pub(crate) fn stdio_command(&self) -> &[String] {
         match self {
             Command::Status { stdio, .. } | Command::Watch { stdio } => &stdio.command,
-            Command::Tools(a) | Command::Resources(a) | Command::Prompts(a) => &a.stdio.command,
+            Command::Tools(a)
+            | Command::Resources(a)
+            | Command::Templates(a)
+            | Command::Prompts(a) => &a.stdio.command,
             Command::Call(a) => &a.stdio.command,
             Command::Read(a) => &a.stdio.command,
             Command::Prompt(a) => &a.stdio.command,

@@ -29,6 +29,7 @@ impl Session {
             Action::Status { wait, .. } => self.status(*wait).await,
             Action::Tools(list) => self.tools(list.wait).await,
             Action::Resources(list) => self.list_feature(Feature::Resources, list).await,
+            Action::Templates(list) => self.list_feature(Feature::Templates, list).await,
             Action::Prompts(list) => self.list_feature(Feature::Prompts, list).await,
             Action::Call {
                 server,

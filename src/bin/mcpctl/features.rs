@@ -1,5 +1,5 @@
-//! The commands about a server's resources and prompts: `resources`, `read`, `prompts` and
-//! `prompt`, with what they print for people (`--json` lines are `json.rs`'s).
+//! The commands about a server's resources and prompts: `resources`, `templates`, `read`,
+//! `prompts` and `prompt`, with what they print for people (`--json` lines are `json.rs`'s).
 //!
 //! Its own room because these are the MCP features besides tools: their lists are fetched on
 //! demand (the supervisor caches only tools), every page of them, bounded, and only from the
@@ -8,11 +8,13 @@
 use std::time::{Duration, Instant};
 
 use actix::Handler;
+use mcp_supervisor::protocol::jsonrpc::codes::METHOD_NOT_FOUND;
 use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::{
-    Error, GetPrompt, ListPrompts, ListResources, ReadResource, ServerStatus, Supervisor, TypedCall,
+    Error, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+    ServerStatus, Supervisor, TypedCall,
 };
-use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, Role};
+use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Role};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -32,6 +34,8 @@ const DESCRIPTION_WIDTH: usize = 64;
 #[derive(Clone, Copy)]
 pub(crate) enum Feature {
     Resources,
+    /// Resource templates: part of the resources capability.
+    Templates,
     Prompts,
 }
 
@@ -65,6 +69,7 @@ impl Session {
             }
             let ok = match feature {
                 Feature::Resources => self.show_resources(&status.name, list.timeout).await,
+                Feature::Templates => self.show_templates(&status.name, list.timeout).await,
                 Feature::Prompts => self.show_prompts(&status.name, list.timeout).await,
             };
             if !ok {
@@ -101,6 +106,23 @@ impl Session {
             )
             .await;
         self.show_list(server, "resource", pages, resource_line)
+    }
+
+    /// A server that declares resources may still have no templates: one that answers
+    /// "method not found" lists none, as one without the capability.
+    async fn show_templates(&self, server: &str, timeout: Duration) -> bool {
+        let pages = self
+            .walk(
+                server,
+                |cursor| with_cursor(ListResourceTemplates::new(server), cursor, timeout),
+                |page| (page.resource_templates, page.next_cursor),
+            )
+            .await;
+        let pages = match pages {
+            Err(Error::Rpc { code, .. }) if code == METHOD_NOT_FOUND => Ok(Vec::new()),
+            pages => pages,
+        };
+        self.show_list(server, "template", pages, template_line)
     }
 
     async fn show_prompts(&self, server: &str, timeout: Duration) -> bool {
@@ -242,6 +264,7 @@ impl Feature {
     fn noun(self) -> &'static str {
         match self {
             Feature::Resources => "resources",
+            Feature::Templates => "resource templates",
             Feature::Prompts => "prompts",
         }
     }
@@ -253,7 +276,7 @@ fn offers(status: &ServerStatus, feature: Feature) -> bool {
         return false;
     };
     match feature {
-        Feature::Resources => capabilities.resources.is_some(),
+        Feature::Resources | Feature::Templates => capabilities.resources.is_some(),
         Feature::Prompts => capabilities.prompts.is_some(),
     }
 }
@@ -273,6 +296,16 @@ trait CursorRequest {
 }
 
 impl CursorRequest for ListResources {
+    fn cursor(mut self, cursor: String) -> Self {
+        self.cursor = Some(cursor);
+        self
+    }
+    fn with_timeout(self, timeout: Duration) -> Self {
+        self.timeout(timeout)
+    }
+}
+
+impl CursorRequest for ListResourceTemplates {
     fn cursor(mut self, cursor: String) -> Self {
         self.cursor = Some(cursor);
         self
@@ -323,6 +356,16 @@ fn resource_line(r: &Resource) -> Vec<String> {
         server_text(&r.name),
         server_text(r.mime_type.as_deref().unwrap_or("-")),
         server_text(&first_line(r.description.as_deref())),
+    ]
+}
+
+/// `demo://greeting/{name}  greeting  text/plain  A greeting...`: all of it server text, escaped.
+fn template_line(t: &ResourceTemplate) -> Vec<String> {
+    vec![
+        server_text(&t.uri_template),
+        server_text(&t.name),
+        server_text(t.mime_type.as_deref().unwrap_or("-")),
+        server_text(&first_line(t.description.as_deref())),
     ]
 }
 

@@ -13,6 +13,7 @@
 //!      [--timeout 30s] [--repeat 1] by the tool's input schema (default none)
 //!      [--interval 1s]
 //! resources [SERVER]               every page of resources/list
+//! templates [SERVER]               every page of resources/templates/list
 //! read [SERVER] URI                resources/read
 //! prompts [SERVER]                 every page of prompts/list, with the prompts' arguments
 //! prompt [SERVER] NAME [K=V...]    prompts/get
@@ -54,7 +55,7 @@
 //! - `session.rs`: the supervisor's lifecycle around a command: start, settle, Ctrl-C, shutdown.
 //! - `progress.rs`: the spinners of a long wait, on a terminal only.
 //! - `commands.rs`: one method per command, and the exit code its outcome earns.
-//! - `features.rs`: the resources and prompts commands.
+//! - `features.rs`: the resources, resource templates and prompts commands.
 //! - `output.rs`: the status table, tool lists and call lines for people; `json.rs`: for scripts.
 //! - `stdout.rs`: every line printed on stdout (`out!`), and a reader that goes away early.
 //! - `event_printer.rs`: one line per supervisor event, for `watch`.
