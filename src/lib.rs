@@ -202,9 +202,9 @@ pub use rmcp::model;
 
 pub use actor::messages::{
     AddServer, Call, CallOptions, CallTool, GetPrompt, GetSkill, GetStatus, ListPrompts,
-    ListResources, ListSkills, ListTools, LoadSkill, Ping, Progress, ReadResource, ReadSkillFile,
-    Reconnect, RemoveServer, ServerEvent, ServerRequest, SetRequestHandler, Shutdown, Subscribe,
-    SubscribeEvents, TypedCall, Unsubscribe,
+    ListResourceTemplates, ListResources, ListSkills, ListTools, LoadSkill, Ping, Progress,
+    ReadResource, ReadSkillFile, Reconnect, RemoveServer, ServerEvent, ServerRequest,
+    SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
 };
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};

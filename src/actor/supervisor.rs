@@ -292,6 +292,7 @@ typed_routes!(
     CallTool,
     ListTools,
     ListResources,
+    ListResourceTemplates,
     ReadResource,
     ListPrompts,
     GetPrompt,

@@ -11,7 +11,9 @@
 
 use std::time::Duration;
 
-use super::transport::{redact_url, HttpConfig, Transport};
+#[cfg(feature = "http")]
+use super::transport::redact_url;
+use super::transport::{HttpConfig, Transport};
 use super::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
@@ -51,8 +53,9 @@ impl ServerConfig {
             }
             Transport::Http(http) => validate_http(name, http)?,
         }
-        // After the transport's own checks, so that a config is judged the same whatever the
-        // build; then whether this build can run it at all.
+        // After the transport's own checks (which, for HTTP, need the `http` feature's crates:
+        // a build without it judges the URL and headers only once the feature is on); then
+        // whether this build can run it at all.
         if !self.transport.is_compiled_in() {
             return Err(super::missing_transport(&self.name, &self.transport));
         }
@@ -163,41 +166,15 @@ fn show(d: Duration) -> String {
     format!("{d:?}")
 }
 
+/// An HTTP server's URL, headers and OAuth. The URL and the header names and values are checked
+/// with crates, not by hand (`url`, which the OAuth code parses URLs with, awc's URI, and
+/// `http`'s header types), so that what is accepted here is what connects. A
+/// build without the `http` feature has neither crate, and cannot connect to the server
+/// anyway: it refuses it for the missing transport, unchecked.
+#[cfg(feature = "http")]
 fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
-    let url = http.url.trim();
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"));
-    match rest {
-        Some(host) if !host.is_empty() && !host.starts_with('/') => {}
-        _ => {
-            return Err(Error::config(
-                server,
-                "url",
-                // Without its userinfo and query, where credentials live.
-                format!("`{}` is not an http:// or https:// URL", redact_url(url)),
-            ));
-        }
-    }
-    for (k, v) in &http.headers {
-        let name_ok = !k.is_empty() && k.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-        if !name_ok {
-            return Err(Error::config(
-                server,
-                format!("headers.{k}"),
-                "not a valid header name",
-            ));
-        }
-        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            // The value is not shown: it may be a credential.
-            return Err(Error::config(
-                server,
-                format!("headers.{k}"),
-                "the value contains a line break",
-            ));
-        }
-    }
-    #[cfg(feature = "http")]
+    let url = check_url(server, &http.url)?;
+    check_headers(server, &http.headers)?;
     if let Some(oauth) = &http.oauth {
         if http
             .headers
@@ -211,9 +188,7 @@ fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
             ));
         }
         // Bearer and DPoP tokens go with every request: never in cleartext over a network.
-        let cleartext = url::Url::parse(url)
-            .is_ok_and(|u| u.scheme() == "http" && !crate::auth::is_loopback(&u));
-        if cleartext {
+        if url.scheme() == "http" && !crate::auth::is_loopback(&url) {
             return Err(Error::config(
                 server,
                 "url",
@@ -221,11 +196,83 @@ fn validate_http(server: Option<&str>, http: &HttpConfig) -> Result<(), Error> {
                     "`{}` is plain HTTP to a host that is not loopback: OAuth tokens would \
                      travel in cleartext; use https:// (plain http:// is allowed with OAuth \
                      only for localhost, 127.0.0.0/8 and ::1)",
-                    redact_url(url)
+                    redact_url(&http.url)
                 ),
             ));
         }
         oauth.validate(server)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "http"))]
+fn validate_http(_: Option<&str>, _: &HttpConfig) -> Result<(), Error> {
+    Ok(())
+}
+
+/// An `http://` or `https://` URL (the scheme in any case, as RFC 3986 says) that both the
+/// WHATWG parser (`url`) and the URI type awc connects with accept; no whitespace, which
+/// `url` would quietly drop or encode. The error shows the URL without its userinfo and
+/// query, where credentials live.
+#[cfg(feature = "http")]
+fn check_url(server: Option<&str>, url: &str) -> Result<url::Url, Error> {
+    let refuse = |why: String| {
+        Error::config(
+            server,
+            "url",
+            format!(
+                "`{}` is not a valid http:// or https:// URL: {why}",
+                redact_url(url)
+            ),
+        )
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(refuse(
+            "it contains whitespace or a control character (a space in a path is written %20)"
+                .into(),
+        ));
+    }
+    let parsed = url::Url::parse(url).map_err(|e| refuse(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(refuse(format!("its scheme is `{}`", parsed.scheme())));
+    }
+    // What awc will parse it as; stricter than WHATWG about, e.g., `http:/host`.
+    match awc::http::Uri::try_from(url) {
+        Ok(uri) if uri.host().is_some_and(|h| !h.is_empty()) => Ok(parsed),
+        Ok(_) => Err(refuse("it has no host".into())),
+        Err(e) => Err(refuse(e.to_string())),
+    }
+}
+
+/// Header names as the `http` crate takes them (RFC 9110's tokens; its 1.x, stricter than
+/// awc's 0.2 only in refusing `"`, which servers refuse), and values without the control
+/// characters it refuses (line breaks, NUL, ...). A value is never shown: it may be a
+/// credential.
+#[cfg(feature = "http")]
+fn check_headers(
+    server: Option<&str>,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<(), Error> {
+    use http::header::{HeaderName, HeaderValue};
+    for (name, value) in headers {
+        let field = || format!("headers.{name}");
+        if HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(Error::config(
+                server,
+                field(),
+                format!(
+                    "`{name}` is not a valid header name (letters, digits and \
+                     !#$%&'*+-.^_`|~ only)"
+                ),
+            ));
+        }
+        if HeaderValue::from_str(value).is_err() {
+            return Err(Error::config(
+                server,
+                field(),
+                "the value contains a line break or another control character",
+            ));
+        }
     }
     Ok(())
 }
@@ -257,12 +304,71 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(!e.to_string().contains("a\nb"));
+    }
+
+    /// Issue 20, item 3: URLs and header names are checked by the crates that will use them,
+    /// at load, naming the field: the scheme in any case, no whitespace (`url` would drop or
+    /// encode it), nothing `url` or awc's URI refuses; header names as `http` takes them.
+    #[cfg(feature = "http")] // a build without it refuses HTTP servers unchecked
+    #[test]
+    fn urls_and_headers_are_checked_by_the_crates_that_use_them() {
+        let check = |url: &str| ServerConfig::http("h", url).validate();
+        for ok in [
+            "https://mcp.example.com/mcp",
+            "HTTPS://mcp.example.com/mcp",
+            "Http://127.0.0.1:8080/mcp?k=v",
+            "http://[::1]:3000/mcp",
+            "https://u:p@mcp.example.com",
+        ] {
+            assert!(check(ok).is_ok(), "{ok}: {:?}", check(ok));
+        }
+        for (bad, why) in [
+            ("https://mcp example.com/mcp", "whitespace"),
+            ("https://mcp.example.com/my mcp", "whitespace"),
+            (" https://mcp.example.com/mcp", "whitespace"),
+            ("https://mcp.example.com/\tmcp", "whitespace"),
+            ("https://mcp.example.com:99999/mcp", "port"),
+            ("https://exa mple.com", "whitespace"),
+            ("https://[::1/mcp", "IPv6"),
+            ("mcp.example.com/mcp", "relative URL"),
+            ("ftp://mcp.example.com/mcp", "scheme is `ftp`"),
+            ("http:/mcp.example.com/mcp", ""),
+            ("http://", "host"),
+            ("", ""),
+        ] {
+            let e = check(bad).unwrap_err();
+            let Error::Config { field, message, .. } = &e else {
+                panic!("{bad}: {e}");
+            };
+            assert_eq!(field, "url", "{bad}: {e}");
+            assert!(message.contains(why), "{bad}: {e}");
+        }
         // A URL that is refused is shown without its userinfo and query.
-        let e = ServerConfig::http("h", "ftp://u:s3cret@h.example/x?key=s3cret")
-            .validate()
-            .unwrap_err();
+        let e = check("ftp://u:s3cret@h.example/x?key=s3cret").unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(e.to_string().contains("ftp://***@h.example/x?***"), "{e}");
+
+        let header = |name: &str, value: &str| {
+            ServerConfig::http("h", "https://h.example/mcp")
+                .header(name, value)
+                .validate()
+        };
+        assert!(header("X-Api-Key", "v a\tl:ü").is_ok());
+        for name in ["X(Bad)", "X Bad", "X:Bad", "", "Ä", "X\"Bad\""] {
+            let Err(e) = header(name, "v") else {
+                panic!("accepted: {name:?}");
+            };
+            let Error::Config { field, message, .. } = &e else {
+                panic!("{name}: {e}");
+            };
+            assert_eq!(field, &format!("headers.{name}"), "{e}");
+            assert!(message.contains("not a valid header name"), "{e}");
+        }
+        for value in ["a\r\nX-Injected: 1", "a\0b", "a\u{1}b", "a\u{7f}"] {
+            let e = header("X-Key", value).unwrap_err();
+            assert!(e.to_string().contains("control character"), "{e}");
+            assert!(!e.to_string().contains(value), "{e}");
+        }
     }
 
     /// Issue 22, defect 3: OAuth tokens never travel in cleartext off this machine.

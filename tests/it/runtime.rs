@@ -63,6 +63,15 @@ async fn typed_calls_and_routing() {
         .unwrap()
         .unwrap();
     assert_eq!(read.contents.len(), 1);
+    let templates = sup
+        .send(ListResourceTemplates::new("demo"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        templates.resource_templates[0].uri_template,
+        "demo://greeting/{name}"
+    );
     let prompt = sup
         .send(GetPrompt::new("demo", "greet").arg("name", "Ada"))
         .await
@@ -110,7 +119,7 @@ async fn typed_calls_and_routing() {
         .unwrap();
     assert_eq!(text_of(&echo), "direct");
     let st = status(&sup, "demo").await;
-    assert_eq!(st.counters.calls_ok, 7);
+    assert_eq!(st.counters.calls_ok, 8);
     assert_eq!(st.counters.calls_failed, 2);
     sup.send(Shutdown).await.unwrap();
 }

@@ -235,6 +235,36 @@ fn call_answers_and_a_failed_call_exits_1() {
     assert_eq!(lines[0]["ok"], false, "{lines:?}");
 }
 
+/// Issue 20, item 6: `call` takes KEY=VALUE words, typed by the tool's input schema.
+#[test]
+fn call_takes_key_value_words_typed_by_the_schema() {
+    let dir = common::tempdir();
+    let config = config(dir.path(), false);
+    let call = |words: &[&str]| {
+        let mut args = vec!["--config", config.as_str(), "call", "demo"];
+        args.extend_from_slice(words);
+        mcpctl(&args)
+    };
+    // `add` takes numbers: typed, they add up (as strings, the demo server refuses them).
+    let out = call(&["add", "a=2", "b=3", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["result"]["structuredContent"]["sum"], 5);
+    // `echo`'s text is a string: it stays one, even when it looks like a number.
+    let out = call(&["echo", "text=007"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "007\n"));
+    // A value that is not what the schema says: an error naming the key, before any call.
+    let out = call(&["counter", "delay_ms=soon"]);
+    assert_eq!(code(&out), 2);
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`delay_ms` must be an integer"), "{stderr}");
+    // The JSON object still works, and a word that is neither is a usage error.
+    let out = call(&["echo", r#"{"text":"json"}"#]);
+    assert_eq!(stdout(&out), "json\n");
+    let out = call(&["echo", "text=a", "oops"]);
+    assert_eq!(code(&out), 2);
+}
+
 #[test]
 fn resources_read_prompts_and_prompt() {
     let dir = common::tempdir();
@@ -255,6 +285,22 @@ fn resources_read_prompts_and_prompt() {
     let read = run(&["read", "demo", "demo://clock"]);
     assert_eq!(read[0]["ok"], true);
     assert_eq!(read[0]["result"]["contents"][0]["text"], "version 0");
+
+    // Issue 20, item 7: the resource templates, and a resource read from one.
+    let templates = run(&["templates"]);
+    assert_eq!(templates.len(), 1, "{templates:?}");
+    assert_eq!(templates[0]["server"], "demo");
+    assert_eq!(
+        templates[0]["template"]["uriTemplate"],
+        "demo://greeting/{name}"
+    );
+    let read = run(&["read", "demo", "demo://greeting/Ada"]);
+    assert_eq!(read[0]["result"]["contents"][0]["text"], "Hello, Ada!");
+    let out = mcpctl(&["--config", &config, "templates", "demo"]);
+    assert_eq!(
+        stdout(&out),
+        "demo (1 templates)\n  demo://greeting/{name}  greeting  text/plain  A greeting for {name}.\n"
+    );
 
     let prompts = run(&["prompts", "demo"]);
     assert_eq!(prompts[0]["prompt"]["name"], "greet");
@@ -299,6 +345,86 @@ fn a_server_given_with_stdio_needs_no_file_and_no_name() {
     let out = mcpctl(&["--stdio", "--name", "d", "status", "--json", "--", DEMO]);
     assert_eq!(code(&out), 0);
     assert_eq!(json_lines(&out)[0]["name"], "d");
+}
+
+/// Issue 20, item 4: `--input ID=VALUE` gives VS Code's `${input:ID}` its value; without it,
+/// the error tells an mcpctl user how to give one.
+#[test]
+fn inputs_come_from_the_command_line() {
+    let dir = common::tempdir();
+    let path = dir.path().join("mcp.json");
+    let text = r#"{"inputs": [{"type": "promptString", "id": "server"}],
+                   "servers": {"demo": {"command": "${input:server}"}}}"#;
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    let config = path.display().to_string();
+    let input = format!("server={DEMO}");
+    let out = mcpctl(&["--config", &config, "--input", &input, "status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["state"], "ready");
+
+    let out = mcpctl(&["--config", &config, "status"]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("give its value with `--input server=…`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("LoadOptions"), "{stderr}");
+
+    let out = mcpctl(&["--input", "a=b", "status", "--stdio", "--", DEMO]);
+    assert_eq!(code(&out), 2);
+}
+
+/// Issue 20, item 1: with Claude Code's `~/.claude.json`, mcpctl reads the servers kept for
+/// the project it runs in (its working directory, as for Claude Code), which win over the
+/// top-level ones of the same name.
+#[test]
+fn the_working_directorys_project_servers_of_claude_json_are_read() {
+    let dir = common::tempdir();
+    let project = dir.path().join("app");
+    if let Err(e) = std::fs::create_dir(&project) {
+        panic!("cannot create {}: {e}", project.display());
+    }
+    // getcwd() answers the path without symlinks: so does Claude Code's key.
+    let key = std::fs::canonicalize(&project).unwrap_or_else(|e| panic!("{e}"));
+    let claude_json = dir.path().join(".claude.json");
+    let text = json!({
+        "mcpServers": {
+            "demo": { "command": "/nonexistent/mcp-server" },
+            "user": { "command": DEMO, "disabled": true },
+        },
+        "projects": {
+            key.display().to_string(): { "mcpServers": { "demo": { "command": DEMO } } },
+            "/elsewhere": { "mcpServers": { "other": { "command": DEMO } } },
+        },
+    });
+    if let Err(e) = std::fs::write(&claude_json, text.to_string()) {
+        panic!("cannot write {}: {e}", claude_json.display());
+    }
+    let config = claude_json.display().to_string();
+    let status = |cwd: &Path| {
+        let out = Command::new(MCPCTL)
+            .current_dir(cwd)
+            .args(["--config", &config, "status", "--json", "--wait", "10s"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+        let mut names: Vec<(String, String)> = json_lines(&out)
+            .iter()
+            .map(|l| (l["name"].to_string(), l["state"].to_string()))
+            .collect();
+        names.sort();
+        (code(&out), names)
+    };
+    let pair = |name: &str, state: &str| (format!("{name:?}"), format!("{state:?}"));
+    let (code, lines) = status(&project);
+    assert_eq!(lines, [pair("demo", "ready"), pair("user", "disabled")]);
+    assert_eq!(code, 0);
+    // Elsewhere, the top-level `demo` is the one: it cannot start.
+    let (code, lines) = status(dir.path());
+    assert_eq!(lines, [pair("demo", "failed"), pair("user", "disabled")]);
+    assert_eq!(code, 1);
 }
 
 /// Issue 22 item 11: a tool list cut short (here its cursors go round in a circle) is said in
@@ -393,7 +519,114 @@ async fn a_server_given_with_http_gets_its_headers() {
     let call = server.stats().last_post("tools/call");
     let call = call.unwrap_or_else(|| panic!("the server saw no tools/call"));
     assert_eq!(call.header("x-api-key"), Some("k1"));
+
+    // Issue 20, item 3: a URL's scheme is case-insensitive (it was refused as not http://).
+    let upper = url.replacen("http://", "HTTP://", 1);
+    let out = tokio::process::Command::new(MCPCTL)
+        .args([
+            "--http",
+            &upper,
+            "--json",
+            "call",
+            "echo",
+            r#"{"text":"upper"}"#,
+        ])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_lines(&out)[0]["result"]["content"][0]["text"], "upper");
+
+    // Issue 20, item 7: a server that offers resources but has no `resources/templates/list`
+    // (method not found) lists no templates; that is no failure.
+    let out = tokio::process::Command::new(MCPCTL)
+        .args(["--http", &url, "--name", "h", "templates"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "h (0 templates)\n");
     server.stop().await;
+}
+
+/// Issue 20, item 3: a URL or a header name that cannot be sent is refused before anything
+/// connects, naming the field (they failed only at connect time).
+#[test]
+fn a_bad_url_or_header_name_is_refused_at_load() {
+    let out = mcpctl(&["--http", "https://mcp example.com/mcp", "status"]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("field `url`") && stderr.contains("whitespace"),
+        "{stderr}"
+    );
+    let out = mcpctl(&[
+        "--http",
+        "https://h.example/mcp",
+        "--header",
+        "X(Bad): v",
+        "status",
+    ]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("field `headers.X(Bad)`") && stderr.contains("not a valid header name"),
+        "{stderr}"
+    );
+}
+
+/// Issue 20, item 5: a reader that goes away before the first line (`mcpctl tools | head`)
+/// ends mcpctl quietly, with 0: no panic (it was exit code 101 and "failed printing to
+/// stdout"), and a command that would go on (`watch`, repeated calls) stops.
+#[test]
+fn a_reader_that_goes_away_early_ends_mcpctl_quietly() {
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let cases: &[&[&str]] = &[
+        &["tools", "--stdio", "--", DEMO],
+        &["watch", "--json", "--stdio", "--", DEMO],
+        &[
+            "call",
+            "echo",
+            r#"{"text":"x"}"#,
+            "--repeat",
+            "1000",
+            "--interval",
+            "1s",
+        ],
+        &["completions", "bash"],
+    ];
+    for args in cases {
+        let mut all = args.to_vec();
+        if args[0] == "call" {
+            all.extend(["--stdio", "--", DEMO]);
+        }
+        let mut child = Command::new(MCPCTL)
+            .args(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+        drop(child.stdout.take()); // the reader is gone before the first line
+        let pid = child.id();
+        let (tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = match done.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => panic!("{args:?}: {e}"),
+            Err(_) => {
+                common::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                panic!("{args:?}: mcpctl did not end after its reader went away");
+            }
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
 }
 
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its

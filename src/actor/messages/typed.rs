@@ -146,6 +146,35 @@ typed_call! {
 }
 
 typed_call! {
+    /// `resources/templates/list`: one page of the server's resource templates (RFC 6570 URI
+    /// templates of the resources it can read, such as `file:///{path}`).
+    ///
+    /// ```
+    /// use mcp_supervisor::ListResourceTemplates;
+    /// use std::time::Duration;
+    ///
+    /// let first = ListResourceTemplates::new("fs").timeout(Duration::from_secs(5));
+    /// let next = ListResourceTemplates::new("fs").cursor("page-2");
+    /// # let _ = (first, next);
+    /// ```
+    ListResourceTemplates => rmcp::model::ListResourceTemplatesResult, "resources/templates/list",
+    fields {
+        /// Cursor of the page to fetch.
+        cursor: Option<String> = None,
+    },
+    new(),
+    params(c) { cursor_params(c.cursor) }
+}
+
+impl ListResourceTemplates {
+    /// Asks for the page after `cursor`.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+}
+
+typed_call! {
     /// `resources/read`: reads one resource.
     ReadResource => rmcp::model::ReadResourceResult, "resources/read",
     fields {
@@ -268,6 +297,7 @@ macro_rules! request_via_call {
 request_via_call!(
     ListTools,
     ListResources,
+    ListResourceTemplates,
     ReadResource,
     ListPrompts,
     ListSkills,

@@ -93,6 +93,7 @@ typed_handlers!(
     CallTool => reply::tool_result,
     ListTools => reply::typed,
     ListResources => reply::typed,
+    ListResourceTemplates => reply::typed,
     ReadResource => reply::typed,
     ListPrompts => reply::typed,
     GetPrompt => reply::typed,

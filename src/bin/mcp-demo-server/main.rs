@@ -45,8 +45,9 @@
 //!   answers like `ask_client`; cancellable. 2026-07-28 era: multi-round-trip, see below.
 //!
 //! Also: `ping`, `tools/list` (paginated), `resources/list|read|subscribe|unsubscribe` (one
-//! resource, `demo://clock`), `prompts/list|get` (one prompt, `greet`), `logging/setLevel`, and
-//! the notifications `notifications/initialized` and `notifications/cancelled`.
+//! resource, `demo://clock`), `resources/templates/list` (one template, `demo://greeting/{name}`,
+//! which `resources/read` reads), `prompts/list|get` (one prompt, `greet`), `logging/setLevel`,
+//! and the notifications `notifications/initialized` and `notifications/cancelled`.
 //!
 //! # Skills
 //! The Skills extension (SEP-2640, `io.modelcontextprotocol/skills`), declared in both eras'
@@ -63,7 +64,8 @@
 //! `io.modelcontextprotocol/clientCapabilities` must be an object and
 //! `io.modelcontextprotocol/logLevel`, if present, a log level (else -32602). It needs no
 //! `initialize`; every result gets `resultType: "complete"` unless it says otherwise; `tools/list`,
-//! `resources/list|read` and `prompts/list` also get `ttlMs: 0, cacheScope: "private"`; an unknown
+//! `resources/list|templates/list|read` and `prompts/list` also get `ttlMs: 0, cacheScope:
+//! "private"`; an unknown
 //! resource is -32602 (not -32002); `ping`, `logging/setLevel` and `resources/(un)subscribe` are
 //! -32601; `notify {kind: log}` sends its message only if the request's logLevel lets `info` through,
 //! and the other kinds go only to listens (below). What a connection serves (`DEMO_ERA`):

@@ -1,4 +1,5 @@
-//! The MCP features besides tools: one resource (`demo://clock`) and one prompt (`greet`).
+//! The MCP features besides tools: one resource (`demo://clock`), one resource template
+//! (`demo://greeting/{name}`) and one prompt (`greet`).
 //!
 //! Both are tiny, but tests of subscriptions and of `prompts/get` need them to behave like the
 //! real thing, so they get their own room rather than a corner of the dispatch table.
@@ -10,6 +11,8 @@ use super::lock;
 use super::server::Server;
 
 pub(crate) const CLOCK_URI: &str = "demo://clock";
+/// What the URIs of the template `demo://greeting/{name}` start with.
+const GREETING_PREFIX: &str = "demo://greeting/";
 
 pub(crate) fn list_resources() -> Reply {
     Ok(json!({ "resources": [{
@@ -20,11 +23,27 @@ pub(crate) fn list_resources() -> Reply {
     }] }))
 }
 
+pub(crate) fn list_resource_templates() -> Reply {
+    Ok(json!({ "resourceTemplates": [{
+        "uriTemplate": format!("{GREETING_PREFIX}{{name}}"),
+        "name": "greeting",
+        "description": "A greeting for {name}.",
+        "mimeType": "text/plain",
+    }] }))
+}
+
 impl Server {
     pub(crate) fn read_resource(&self, params: &Args) -> Reply {
         let uri = required_str(params, "uri")?;
         if let Some(file) = super::skills::read(uri) {
             return Ok(file);
+        }
+        if let Some(name) = uri.strip_prefix(GREETING_PREFIX).filter(|n| !n.is_empty()) {
+            return Ok(json!({ "contents": [{
+                "uri": uri,
+                "mimeType": "text/plain",
+                "text": format!("Hello, {name}!"),
+            }] }));
         }
         if uri != CLOCK_URI {
             // The 2026-07-28 revision moved "resource not found" to invalid params.

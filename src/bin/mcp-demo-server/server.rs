@@ -217,6 +217,7 @@ impl Server {
             "ping" | "logging/setLevel" => Ok(json!({})),
             "tools/list" => self.list_tools(params),
             "resources/list" => resources::list_resources(),
+            "resources/templates/list" => resources::list_resource_templates(),
             "resources/read" => self.read_resource(params),
             "resources/subscribe" => self.subscribe(params, true),
             "resources/unsubscribe" => self.subscribe(params, false),
@@ -250,6 +251,7 @@ impl Server {
             }
             "tools/list" => cacheable(self.list_tools(params)),
             "resources/list" => cacheable(resources::list_resources()),
+            "resources/templates/list" => cacheable(resources::list_resource_templates()),
             "resources/read" => cacheable(self.read_resource(params)),
             "prompts/list" => cacheable(resources::list_prompts()),
             "prompts/get" => resources::get_prompt(params),

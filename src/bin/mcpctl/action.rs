@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::arguments::Arguments;
 use crate::cli::{CallArgs, Command, ListArgs, PromptArgs, ReadArgs};
 
 /// One command, with every value it needs.
@@ -20,11 +21,12 @@ pub(crate) enum Action {
     },
     Tools(List),
     Resources(List),
+    Templates(List),
     Prompts(List),
     Call {
         server: String,
         tool: String,
-        arguments: Map<String, Value>,
+        arguments: Arguments,
         timeout: Duration,
         repeat: u32,
         interval: Duration,
@@ -43,7 +45,7 @@ pub(crate) enum Action {
     Watch,
 }
 
-/// `tools`, `resources`, `prompts`: all servers or one.
+/// `tools`, `resources`, `templates`, `prompts`: all servers or one.
 #[derive(Debug)]
 pub(crate) struct List {
     pub(crate) server: Option<String>,
@@ -62,6 +64,7 @@ impl Action {
             },
             Command::Tools(args) => Action::Tools(list(args, single)?),
             Command::Resources(args) => Action::Resources(list(args, single)?),
+            Command::Templates(args) => Action::Templates(list(args, single)?),
             Command::Prompts(args) => Action::Prompts(list(args, single)?),
             Command::Call(args) => call(args, single)?,
             Command::Read(args) => read(args, single)?,
@@ -84,9 +87,10 @@ impl Action {
     /// The one server the command is about, if it names one: the only one started.
     pub(crate) fn server(&self) -> Option<&str> {
         match self {
-            Action::Tools(list) | Action::Resources(list) | Action::Prompts(list) => {
-                list.server.as_deref()
-            }
+            Action::Tools(list)
+            | Action::Resources(list)
+            | Action::Templates(list)
+            | Action::Prompts(list) => list.server.as_deref(),
             Action::Call { server, .. }
             | Action::Read { server, .. }
             | Action::Prompt { server, .. } => Some(server),
@@ -137,20 +141,18 @@ fn server_and_rest(
 }
 
 fn call(args: CallArgs, single: Option<&str>) -> Result<Action, String> {
-    let (server, rest) = server_and_rest(args.words, single, "TOOL [JSON]")?;
-    let mut rest = rest.into_iter();
-    let tool = rest.next().ok_or("expected TOOL [JSON]")?;
-    let arguments = match rest.next() {
-        Some(json) => parse_arguments(&json)?,
-        None => Map::new(),
-    };
-    if rest.next().is_some() {
-        return Err(
-            "expected TOOL [JSON]: one JSON object after the tool's name \
-                    (SERVER is left out with --stdio or --http)"
-                .into(),
-        );
+    let (server, mut rest) = server_and_rest(args.words, single, "TOOL [JSON | KEY=VALUE...]")?;
+    if rest.is_empty() {
+        return Err("expected TOOL [JSON | KEY=VALUE...]".into());
     }
+    let tool = rest.remove(0);
+    let arguments = Arguments::parse(&rest).map_err(|e| {
+        if single.is_some() {
+            format!("{e} (SERVER is left out with --stdio or --http)")
+        } else {
+            e
+        }
+    })?;
     Ok(Action::Call {
         server,
         tool,
@@ -194,14 +196,6 @@ fn prompt(args: PromptArgs, single: Option<&str>) -> Result<Action, String> {
     })
 }
 
-fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err("the tool's arguments must be a JSON object".into()),
-        Err(e) => Err(format!("the tool's arguments are not valid JSON: {e}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +220,9 @@ mod tests {
             panic!("not a call");
         };
         assert_eq!((server.as_str(), tool.as_str()), ("fs", "echo"));
+        let Arguments::Json(arguments) = arguments else {
+            panic!("not JSON: {arguments:?}");
+        };
         assert_eq!(arguments.get("a"), Some(&Value::from(1)));
 
         let Ok(Action::Call { server, tool, .. }) = resolve(&["call", "echo"], Some("npx")) else {
@@ -236,6 +233,19 @@ mod tests {
         assert!(resolve(&["call", "echo"], None).is_err());
         assert!(resolve(&["call", "fs", "echo", "{}"], Some("npx")).is_err());
         assert!(resolve(&["call", "fs", "echo", "[1]"], None).is_err());
+
+        // Issue 20, item 6: KEY=VALUE words, typed once the tool's schema is known.
+        let Ok(Action::Call { arguments, .. }) =
+            resolve(&["call", "fs", "read", "path=/a", "head=3"], None)
+        else {
+            panic!("not a call");
+        };
+        assert!(
+            matches!(&arguments, Arguments::Pairs(p) if p.len() == 2 && p[1] == ("head".into(), "3".into())),
+            "{arguments:?}"
+        );
+        let e = resolve(&["call", "fs", "echo", "a=1", "b"], Some("npx")).unwrap_err();
+        assert!(e.contains("SERVER is left out"), "{e}");
     }
 
     #[test]

@@ -15,12 +15,13 @@ use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 const AFTER_HELP: &str = "\
-Servers come from an mcpServers file (--config, default mcp.json), or one server is given on
-the command line: --stdio -- COMMAND [ARGS...] or --http URL [--header 'Name: value'].
+Servers come from an mcpServers file (--config, default mcp.json; --input ID=VALUE for its
+${input:ID}), or one server is given on the command line: --stdio -- COMMAND [ARGS...] or
+--http URL [--header 'Name: value'].
 SERVER is left out when the server is given on the command line.
 Durations take ms or s: 200ms, 5s, 1.5s.
-Exit codes: 0 ok, 1 a server not ready or a call failed, 2 bad usage or configuration,
-130 interrupted.";
+Exit codes: 0 ok (also when stdout's reader goes away early, as with | head), 1 a server not
+ready or a call failed, 2 bad usage or configuration, 130 interrupted.";
 
 /// mcpctl: look at and exercise MCP servers, those of an mcpServers file or one given here
 #[derive(Debug, Parser)]
@@ -59,6 +60,11 @@ pub(crate) struct SourceArgs {
     /// An environment variable for the --stdio server, KEY=VALUE (repeatable)
     #[arg(long, global = true, value_name = "KEY=VALUE", value_parser = parse_env)]
     pub(crate) env: Vec<(String, Secret)>,
+
+    /// The value of the config file's `${input:ID}` (VS Code's inputs, which mcpctl does not
+    /// prompt for), ID=VALUE (repeatable)
+    #[arg(long, global = true, value_name = "ID=VALUE", value_parser = parse_input)]
+    pub(crate) input: Vec<(String, Secret)>,
 
     /// The name of the server given with --stdio or --http [default: the command's file name,
     /// or the URL's host]
@@ -111,11 +117,18 @@ pub(crate) enum Command {
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Tools(ListArgs),
 
-    /// Run a tool with JSON arguments (an object; default {})
+    /// Run a tool, with KEY=VALUE arguments or one JSON object (default none)
     ///
     /// Runs a tool and prints each outcome: the result's text, `tool error: <text>` for a
     /// result with isError, or `error <kind>: <message>`. Only SERVER is started. Exits with 1
     /// if a call failed or returned a tool error.
+    ///
+    /// Its arguments are one JSON object ('{"path": "/srv/a.txt", "head": 3}') or KEY=VALUE
+    /// words (path=/srv/a.txt head=3), each value typed by the tool's input schema
+    /// (inputSchema.properties.KEY.type): a string takes the text as it is (zip=01234 stays
+    /// "01234"); an integer, number, boolean or null the text as that, else exits with 2 naming
+    /// the key; an object or array the text parsed as JSON (opts='{"a":1}'); a key the schema
+    /// does not type, the text as JSON if it parses, else as a string.
     ///
     /// With --json, one object per call:
     /// {"seq":1,"ok":true,"ms":12,"result":{...}} (the tools/call result as the server sent it)
@@ -133,6 +146,18 @@ pub(crate) enum Command {
     /// {"server":"fs","error":{...}} for a server that is not Ready or whose list failed.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Resources(ListArgs),
+
+    /// The resource templates the servers list
+    ///
+    /// Every page of resources/templates/list, by server (only the servers that offer
+    /// resources; one that has no such method offers no templates): URI template, name, MIME
+    /// type, description. Exits with 1 if a server is not Ready or a list failed.
+    ///
+    /// With --json, one object per template, {"server":"fs","template":{...}} (as the server
+    /// listed it, e.g. "uriTemplate"), and {"server":"fs","error":{...}} for a server that is
+    /// not Ready or whose list failed.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Templates(ListArgs),
 
     /// Read a resource and print its contents
     ///
@@ -234,7 +259,7 @@ pub(crate) struct StdioCommand {
     pub(crate) command: Vec<String>,
 }
 
-/// `tools`, `resources`, `prompts`: all servers, or one.
+/// `tools`, `resources`, `templates`, `prompts`: all servers, or one.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
     /// Only this server: the only one started
@@ -252,8 +277,9 @@ pub(crate) struct ListArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CallArgs {
-    /// [SERVER] TOOL [JSON]: the server that has the tool, the tool's name, its arguments
-    #[arg(value_name = "ARGS", num_args = 1..=3, required = true)]
+    /// [SERVER] TOOL [JSON | KEY=VALUE...]: the server that has the tool, the tool's name, its
+    /// arguments
+    #[arg(value_name = "ARGS", num_args = 1.., required = true)]
     pub(crate) words: Vec<String>,
 
     #[command(flatten)]
@@ -302,7 +328,10 @@ impl Command {
     pub(crate) fn stdio_command(&self) -> &[String] {
         match self {
             Command::Status { stdio, .. } | Command::Watch { stdio } => &stdio.command,
-            Command::Tools(a) | Command::Resources(a) | Command::Prompts(a) => &a.stdio.command,
+            Command::Tools(a)
+            | Command::Resources(a)
+            | Command::Templates(a)
+            | Command::Prompts(a) => &a.stdio.command,
             Command::Call(a) => &a.stdio.command,
             Command::Read(a) => &a.stdio.command,
             Command::Prompt(a) => &a.stdio.command,
@@ -337,6 +366,14 @@ fn parse_env(text: &str) -> Result<(String, Secret), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), Secret(value.to_owned()))),
         _ => Err("expected `KEY=VALUE`".into()),
+    }
+}
+
+/// `ID=VALUE`: an input's id never holds a `=`, its value may.
+fn parse_input(text: &str) -> Result<(String, Secret), String> {
+    match text.split_once('=') {
+        Some((id, value)) if !id.is_empty() => Ok((id.to_owned(), Secret(value.to_owned()))),
+        _ => Err("expected `ID=VALUE`".into()),
     }
 }
 
@@ -396,6 +433,9 @@ mod tests {
         let (key, value) = parse_env("A=b=c").unwrap();
         assert_eq!((key.as_str(), value.0.as_str()), ("A", "b=c"));
         assert!(parse_env("=x").is_err());
+        let (id, value) = parse_input("api-key=s=3").unwrap();
+        assert_eq!((id.as_str(), value.0.as_str()), ("api-key", "s=3"));
+        assert!(parse_input("api-key").is_err());
     }
 
     #[test]
@@ -406,6 +446,8 @@ mod tests {
             "http://h/mcp",
             "--header",
             "Authorization: Bearer s3cret",
+            "--input",
+            "key=in-s3cret",
             "status",
         ])
         .unwrap();

@@ -6,6 +6,7 @@
 //! `action.rs`, an arm in [`Session::run`] and a method here (or, for resources and prompts, in
 //! `features.rs`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_supervisor::{CallTool, Error, ServerStatus};
@@ -13,12 +14,13 @@ use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
 use crate::action::Action;
+use crate::arguments::{typed, Arguments};
 use crate::features::Feature;
 use crate::json;
 use crate::output::{human_line, print_status_table, print_tools};
 use crate::session::Session;
 use crate::source::invalid_name;
-use crate::{EXIT_FAILED, EXIT_OK};
+use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 impl Session {
     /// Runs one command to its end; answers its exit code.
@@ -27,6 +29,7 @@ impl Session {
             Action::Status { wait, .. } => self.status(*wait).await,
             Action::Tools(list) => self.tools(list.wait).await,
             Action::Resources(list) => self.list_feature(Feature::Resources, list).await,
+            Action::Templates(list) => self.list_feature(Feature::Templates, list).await,
             Action::Prompts(list) => self.list_feature(Feature::Prompts, list).await,
             Action::Call {
                 server,
@@ -68,13 +71,13 @@ impl Session {
             Ok(statuses) => {
                 if self.json {
                     for status in &statuses {
-                        println!("{}", json::status(status));
+                        out!("{}", json::status(status));
                     }
                     for e in &self.invalid {
-                        println!("{}", json::invalid_entry(invalid_name(e), e));
+                        out!("{}", json::invalid_entry(invalid_name(e), e));
                     }
                     for name in &self.disabled {
-                        println!("{}", json::disabled_entry(name));
+                        out!("{}", json::disabled_entry(name));
                     }
                 } else {
                     print_status_table(&statuses, &self.invalid, &self.disabled);
@@ -98,16 +101,16 @@ impl Session {
                 for status in &statuses {
                     if status.state.is_ready() {
                         for tool in &status.tools {
-                            println!("{}", json::item(&status.name, "tool", tool));
+                            out!("{}", json::item(&status.name, "tool", tool));
                         }
                         if let Some(why) = &status.tools_truncated {
-                            println!("{}", json::item(&status.name, "tools_truncated", why));
+                            out!("{}", json::item(&status.name, "tools_truncated", why));
                         }
                     } else if let Some(e) = &status.last_error {
-                        println!("{}", json::server_error(&status.name, e));
+                        out!("{}", json::server_error(&status.name, e));
                     } else {
                         let reason = format!("it is {}", status.state.name());
-                        println!(
+                        out!(
                             "{}",
                             json::server_error(&status.name, &unavailable(status, reason))
                         );
@@ -118,7 +121,7 @@ impl Session {
             Ok(statuses) => {
                 for (i, status) in statuses.iter().enumerate() {
                     if i > 0 {
-                        println!();
+                        out!();
                     }
                     print_tools(status);
                 }
@@ -132,17 +135,28 @@ impl Session {
     }
 
     async fn call(&mut self, args: Repeated<'_>) -> u8 {
+        let arguments = match args.arguments {
+            Arguments::Json(map) => map.clone(),
+            Arguments::Pairs(pairs) => {
+                let schema = self
+                    .input_schema(args.server, args.tool, args.timeout)
+                    .await;
+                match typed(pairs, schema.as_deref()) {
+                    Ok(map) => map,
+                    Err(message) => {
+                        eprintln!("mcpctl: {message}");
+                        return EXIT_USAGE;
+                    }
+                }
+            }
+        };
         let mut code = EXIT_OK;
         for seq in 1..=args.repeat {
             if seq > 1 {
                 tokio::time::sleep(args.interval).await;
             }
-            let call = CallTool::new(
-                args.server,
-                args.tool,
-                Value::Object(args.arguments.clone()),
-            )
-            .timeout(args.timeout);
+            let call = CallTool::new(args.server, args.tool, Value::Object(arguments.clone()))
+                .timeout(args.timeout);
             let started = Instant::now();
             let outcome = match self.sup.send(call).await {
                 Ok(outcome) => outcome,
@@ -156,12 +170,26 @@ impl Session {
                 code = EXIT_FAILED;
             }
             if self.json {
-                println!("{}", json::outcome(Some(seq), ms, &outcome));
+                out!("{}", json::outcome(Some(seq), ms, &outcome));
             } else {
-                println!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
+                out!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
             }
         }
         code
+    }
+
+    /// The input schema of `server`'s tool, from its cached tool list once it is Ready (at most
+    /// `limit`); `None` if it is not, or has no such tool: the call then says why.
+    async fn input_schema(
+        &mut self,
+        server: &str,
+        tool: &str,
+        limit: Duration,
+    ) -> Option<Arc<Map<String, Value>>> {
+        let statuses = self.settle(limit).await.ok()?;
+        let status = statuses.iter().find(|s| s.name == server)?;
+        let tool = status.tools.iter().find(|t| t.name == tool)?;
+        Some(tool.input_schema.clone())
     }
 
     async fn watch(&mut self) -> u8 {
@@ -178,7 +206,7 @@ impl Session {
 struct Repeated<'a> {
     server: &'a str,
     tool: &'a str,
-    arguments: &'a Map<String, Value>,
+    arguments: &'a Arguments,
     timeout: Duration,
     repeat: u32,
     interval: Duration,

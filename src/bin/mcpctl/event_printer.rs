@@ -39,13 +39,13 @@ impl EventPrinter {
 
     pub(crate) fn print(&mut self, event: &ServerEvent) {
         if self.json {
-            println!("{}", json::event(unix_ms(), event));
+            out!("{}", json::event(unix_ms(), event));
             return;
         }
         let prefix = format!("{} {:<w$}  ", utc_now(), event.server(), w = self.width);
         let indent = " ".repeat(prefix.chars().count());
         let text = self.describe(event).replace('\n', &format!("\n{indent}"));
-        println!("{prefix}{text}");
+        out!("{prefix}{text}");
     }
 
     fn describe(&mut self, event: &ServerEvent) -> String {

@@ -1,5 +1,5 @@
-//! The commands about a server's resources and prompts: `resources`, `read`, `prompts` and
-//! `prompt`, with what they print for people (`--json` lines are `json.rs`'s).
+//! The commands about a server's resources and prompts: `resources`, `templates`, `read`,
+//! `prompts` and `prompt`, with what they print for people (`--json` lines are `json.rs`'s).
 //!
 //! Its own room because these are the MCP features besides tools: their lists are fetched on
 //! demand (the supervisor caches only tools), every page of them, bounded, and only from the
@@ -8,11 +8,13 @@
 use std::time::{Duration, Instant};
 
 use actix::Handler;
+use mcp_supervisor::protocol::jsonrpc::codes::METHOD_NOT_FOUND;
 use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::{
-    Error, GetPrompt, ListPrompts, ListResources, ReadResource, ServerStatus, Supervisor, TypedCall,
+    Error, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+    ServerStatus, Supervisor, TypedCall,
 };
-use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, Role};
+use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Role};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -32,6 +34,8 @@ const DESCRIPTION_WIDTH: usize = 64;
 #[derive(Clone, Copy)]
 pub(crate) enum Feature {
     Resources,
+    /// Resource templates: part of the resources capability.
+    Templates,
     Prompts,
 }
 
@@ -56,15 +60,16 @@ impl Session {
             }
             if !offers(status, feature) {
                 if list.server.is_some() && !self.json {
-                    println!("{} offers no {}", status.name, feature.noun());
+                    out!("{} offers no {}", status.name, feature.noun());
                 }
                 continue;
             }
             if !self.json && !std::mem::take(&mut first) {
-                println!();
+                out!();
             }
             let ok = match feature {
                 Feature::Resources => self.show_resources(&status.name, list.timeout).await,
+                Feature::Templates => self.show_templates(&status.name, list.timeout).await,
                 Feature::Prompts => self.show_prompts(&status.name, list.timeout).await,
             };
             if !ok {
@@ -80,9 +85,9 @@ impl Session {
             .clone()
             .unwrap_or_else(|| unavailable(status, format!("it is {}", status.state.name())));
         if self.json {
-            println!("{}", json::server_error(&status.name, &error));
+            out!("{}", json::server_error(&status.name, &error));
         } else {
-            println!(
+            out!(
                 "{} ({}, {}): {}",
                 status.name,
                 status.transport,
@@ -101,6 +106,23 @@ impl Session {
             )
             .await;
         self.show_list(server, "resource", pages, resource_line)
+    }
+
+    /// A server that declares resources may still have no templates: one that answers
+    /// "method not found" lists none, as one without the capability.
+    async fn show_templates(&self, server: &str, timeout: Duration) -> bool {
+        let pages = self
+            .walk(
+                server,
+                |cursor| with_cursor(ListResourceTemplates::new(server), cursor, timeout),
+                |page| (page.resource_templates, page.next_cursor),
+            )
+            .await;
+        let pages = match pages {
+            Err(Error::Rpc { code, .. }) if code == METHOD_NOT_FOUND => Ok(Vec::new()),
+            pages => pages,
+        };
+        self.show_list(server, "template", pages, template_line)
     }
 
     async fn show_prompts(&self, server: &str, timeout: Duration) -> bool {
@@ -125,24 +147,24 @@ impl Session {
         match (items, self.json) {
             (Ok(items), true) => {
                 for item in &items {
-                    println!("{}", json::item(server, key, item));
+                    out!("{}", json::item(server, key, item));
                 }
                 true
             }
             (Ok(items), false) => {
-                println!("{server} ({} {key}s)", items.len());
+                out!("{server} ({} {key}s)", items.len());
                 let rows: Vec<Vec<String>> = items.iter().map(columns).collect();
                 for line in aligned(&rows) {
-                    println!("  {line}");
+                    out!("  {line}");
                 }
                 true
             }
             (Err(e), true) => {
-                println!("{}", json::server_error(server, &e));
+                out!("{}", json::server_error(server, &e));
                 false
             }
             (Err(e), false) => {
-                println!("{server}: error {}: {}", e.code(), full_error(&e));
+                out!("{server}: error {}: {}", e.code(), full_error(&e));
                 false
             }
         }
@@ -226,9 +248,9 @@ impl Session {
     ) -> u8 {
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match (outcome, self.json) {
-            (_, true) => println!("{}", json::outcome(None, ms, outcome)),
-            (Ok(result), false) => println!("{}", for_terminal(&text(result))),
-            (Err(e), false) => println!("error {}: {}", e.code(), full_error(e)),
+            (_, true) => out!("{}", json::outcome(None, ms, outcome)),
+            (Ok(result), false) => out!("{}", for_terminal(&text(result))),
+            (Err(e), false) => out!("error {}: {}", e.code(), full_error(e)),
         }
         if outcome.is_ok() {
             EXIT_OK
@@ -242,6 +264,7 @@ impl Feature {
     fn noun(self) -> &'static str {
         match self {
             Feature::Resources => "resources",
+            Feature::Templates => "resource templates",
             Feature::Prompts => "prompts",
         }
     }
@@ -253,7 +276,7 @@ fn offers(status: &ServerStatus, feature: Feature) -> bool {
         return false;
     };
     match feature {
-        Feature::Resources => capabilities.resources.is_some(),
+        Feature::Resources | Feature::Templates => capabilities.resources.is_some(),
         Feature::Prompts => capabilities.prompts.is_some(),
     }
 }
@@ -273,6 +296,16 @@ trait CursorRequest {
 }
 
 impl CursorRequest for ListResources {
+    fn cursor(mut self, cursor: String) -> Self {
+        self.cursor = Some(cursor);
+        self
+    }
+    fn with_timeout(self, timeout: Duration) -> Self {
+        self.timeout(timeout)
+    }
+}
+
+impl CursorRequest for ListResourceTemplates {
     fn cursor(mut self, cursor: String) -> Self {
         self.cursor = Some(cursor);
         self
@@ -323,6 +356,16 @@ fn resource_line(r: &Resource) -> Vec<String> {
         server_text(&r.name),
         server_text(r.mime_type.as_deref().unwrap_or("-")),
         server_text(&first_line(r.description.as_deref())),
+    ]
+}
+
+/// `demo://greeting/{name}  greeting  text/plain  A greeting...`: all of it server text, escaped.
+fn template_line(t: &ResourceTemplate) -> Vec<String> {
+    vec![
+        server_text(&t.uri_template),
+        server_text(&t.name),
+        server_text(t.mime_type.as_deref().unwrap_or("-")),
+        server_text(&first_line(t.description.as_deref())),
     ]
 }
 

@@ -3,14 +3,17 @@
 //! `cargo install mcp-supervisor --features cli` (or `--path .` in a checkout).
 //!
 //! ```text
-//! mcpctl [--config PATH | --stdio | --http URL [--header 'K: V']...] [--json] <command> [-- COMMAND ARGS...]
+//! mcpctl [--config PATH [--input ID=V]... | --stdio | --http URL [--header 'K: V']...] [--json]
+//!        <command> [-- COMMAND ARGS...]
 //!
 //! status [SERVER] [--wait 30s]     every server's state, era, protocol version, server name and
 //!                                  version and tools; in full why one is not Ready
 //! tools [SERVER]                   the cached tool lists with their annotation hints
-//! call [SERVER] TOOL [JSON]        run a tool (JSON: its arguments, an object; default {});
-//!      [--timeout 30s] [--repeat 1] [--interval 1s]
+//! call [SERVER] TOOL [ARGS...]     run a tool; ARGS: one JSON object, or KEY=VALUE words typed
+//!      [--timeout 30s] [--repeat 1] by the tool's input schema (default none)
+//!      [--interval 1s]
 //! resources [SERVER]               every page of resources/list
+//! templates [SERVER]               every page of resources/templates/list
 //! read [SERVER] URI                resources/read
 //! prompts [SERVER]                 every page of prompts/list, with the prompts' arguments
 //! prompt [SERVER] NAME [K=V...]    prompts/get
@@ -21,7 +24,9 @@
 //!
 //! `--config` defaults to `mcp.json` in the current directory; the file is read with
 //! [`mcp_supervisor::LoadOptions`]: entries it cannot load are reported (and are rows of
-//! `status`), the valid ones are used. `--stdio -- npx -y pkg` or `--http URL` give one server
+//! `status`), the valid ones are used; `--input ID=VALUE` gives the value of VS Code's
+//! `${input:ID}` (mcpctl does not prompt); the working directory is the project whose servers
+//! Claude Code's `~/.claude.json` keeps under `projects`. `--stdio -- npx -y pkg` or `--http URL` give one server
 //! instead, named after its command or host (`--name` to choose), and SERVER is then left out.
 //! The global options may stand before or after the command. `mcpctl --help`,
 //! `mcpctl <command> --help` and `mcpctl --version` tell the rest. Commands about one server
@@ -33,7 +38,9 @@
 //! Exit codes: 0 success; 1 a server was not Ready (`status`, `tools`, `resources`, `prompts`;
 //! for `status` also an invalid entry) or a request failed or a tool returned an error; 2 bad
 //! usage or an invalid configuration; 130 interrupted by Ctrl-C (`watch` ends with 0). Ctrl-C
-//! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them.
+//! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them. When
+//! stdout's reader goes away early (`mcpctl tools | head -2`), the command stops, the servers
+//! are shut down the same way, and the exit code is 0 (see `stdout.rs`).
 //!
 //! Set `RUST_LOG` (e.g. `RUST_LOG=mcp_supervisor=debug`) to see the supervisor's logs on stderr.
 //!
@@ -42,16 +49,30 @@
 //! - `main.rs`: parse, find the servers, run the command on an actix system.
 //! - `cli.rs`: the commands and options (clap), with their value checks and help texts.
 //! - `action.rs`: the command resolved against where the servers come from.
+//! - `arguments.rs`: `call`'s arguments, one JSON object or `KEY=VALUE` words typed by the
+//!   tool's input schema.
 //! - `source.rs`: the servers, from the file (partial load) or from the command line.
 //! - `session.rs`: the supervisor's lifecycle around a command: start, settle, Ctrl-C, shutdown.
 //! - `progress.rs`: the spinners of a long wait, on a terminal only.
 //! - `commands.rs`: one method per command, and the exit code its outcome earns.
-//! - `features.rs`: the resources and prompts commands.
+//! - `features.rs`: the resources, resource templates and prompts commands.
 //! - `output.rs`: the status table, tool lists and call lines for people; `json.rs`: for scripts.
+//! - `stdout.rs`: every line printed on stdout (`out!`), and a reader that goes away early.
 //! - `event_printer.rs`: one line per supervisor event, for `watch`.
 //! - `login.rs`: the token file every command uses, and `login`'s browser and loopback callback.
 
+/// `println!` for stdout, that ends mcpctl quietly when the reader goes away (see `stdout.rs`).
+macro_rules! out {
+    () => {
+        $crate::stdout::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::line(format_args!($($arg)*))
+    };
+}
+
 mod action;
+mod arguments;
 mod cli;
 mod commands;
 mod event_printer;
@@ -62,6 +83,7 @@ mod output;
 mod progress;
 mod session;
 mod source;
+mod stdout;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -83,8 +105,11 @@ fn main() -> ExitCode {
     // A bad command line ends here, with clap's message and exit code 2.
     let cli = Cli::parse();
     if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut std::io::stdout());
-        return ExitCode::from(EXIT_OK);
+        // Into memory first: clap_complete panics when a write fails.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut script);
+        stdout::write_all(&script);
+        return ExitCode::from(stdout::exit_code(EXIT_OK));
     }
     init_tracing();
     let (action, servers) = match plan(cli.source, cli.command) {
@@ -127,7 +152,9 @@ fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), 
         Action::resolve(command, single.as_ref().map(|s| s.name())).map_err(Problem::Usage)?;
     let servers = match single {
         Some(server) => Servers::single(server),
-        None => source::load_file(source.config.as_deref()).map_err(Problem::Config)?,
+        None => {
+            source::load_file(source.config.as_deref(), &source.input).map_err(Problem::Config)?
+        }
     };
     let mut servers = match action.server() {
         Some(name) => servers.only(name).map_err(Problem::Config)?,

@@ -77,13 +77,13 @@ pub(crate) fn print_status_table(
             .map(|e| (invalid_name(e).unwrap_or("?").to_owned(), e)),
     );
     for (name, error) in reasons {
-        println!();
-        println!("{name}: {}", full_error(error));
+        out!();
+        out!("{name}: {}", full_error(error));
     }
     for s in statuses {
         if let Some(why) = &s.tools_truncated {
-            println!();
-            println!("{}: {}", s.name, truncated(why));
+            out!();
+            out!("{}: {}", s.name, truncated(why));
         }
     }
 }
@@ -123,9 +123,9 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
         }
         out
     };
-    println!("{}", line(header.to_vec()));
+    out!("{}", line(header.to_vec()));
     for row in rows {
-        println!("{}", line(row.iter().map(String::as_str).collect()));
+        out!("{}", line(row.iter().map(String::as_str).collect()));
     }
 }
 
@@ -150,14 +150,14 @@ pub(crate) fn print_tools(status: &ServerStatus) {
             .last_error
             .as_ref()
             .map_or(String::new(), |e| format!(": {}", full_error(e)));
-        println!("{} ({}, {state}){why}", status.name, status.transport);
+        out!("{} ({}, {state}){why}", status.name, status.transport);
         return;
     }
     let cut = status
         .tools_truncated
         .as_ref()
         .map_or(String::new(), |why| format!("; {}", truncated(why)));
-    println!(
+    out!(
         "{} ({}, {state}, {} tools{cut})",
         status.name,
         status.transport,
@@ -172,7 +172,7 @@ pub(crate) fn print_tools(status: &ServerStatus) {
     let hint_width = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
     for [name, hints, description] in rows {
         let line = format!("  {name:<name_width$}  {hints:<hint_width$}  {description}");
-        println!("{}", line.trim_end());
+        out!("{}", line.trim_end());
     }
 }
 

@@ -16,6 +16,7 @@ use crate::event_printer::EventPrinter;
 use crate::output::show_duration;
 use crate::progress::Spinners;
 use crate::source::Servers;
+use crate::stdout;
 use crate::{EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
 /// Starts the servers, runs `action` until it ends or Ctrl-C, shuts the servers down; answers
@@ -55,8 +56,11 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
             eprintln!("mcpctl: interrupted; shutting the servers down");
             if watching { EXIT_OK } else { EXIT_INTERRUPTED }
         }
+        // Nothing more can be shown (a `| head` has what it wanted): the command stops.
+        () = stdout::closed() => EXIT_OK,
     };
-    session.shutdown(watching).await.unwrap_or(code)
+    let code = session.shutdown(watching).await.unwrap_or(code);
+    stdout::exit_code(code)
 }
 
 /// Resolves at Ctrl-C (SIGINT); never, if it cannot be listened for.

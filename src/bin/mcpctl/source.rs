@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use mcp_supervisor::{Error, LoadOptions, ServerConfig};
 
-use crate::cli::SourceArgs;
+use crate::cli::{Secret, SourceArgs};
 
 /// The file read when neither `--config` nor a server on the command line is given.
 const DEFAULT_CONFIG: &str = "mcp.json";
@@ -38,6 +38,9 @@ pub(crate) fn single_server(
     }
     if !source.stdio && !source.env.is_empty() {
         return Err("--env is for a server given with --stdio".into());
+    }
+    if (source.stdio || source.http.is_some()) && !source.input.is_empty() {
+        return Err("--input is for the `${input:…}` of a config file".into());
     }
     if source.stdio {
         let Some((program, args)) = command.split_first() else {
@@ -68,11 +71,26 @@ pub(crate) fn single_server(
 
 /// Reads the `mcpServers` file (`--config`, or `mcp.json`): every valid entry, and an error for
 /// each invalid one. The file itself being unreadable or not an `mcpServers` file is an error.
-pub(crate) fn load_file(config: Option<&Path>) -> Result<Servers, String> {
+/// The working directory is the project whose servers Claude Code's `~/.claude.json` keeps
+/// under `projects`, as it is for Claude Code, started there; `inputs` are the values of
+/// VS Code's `${input:id}` (`--input`).
+pub(crate) fn load_file(
+    config: Option<&Path>,
+    inputs: &[(String, Secret)],
+) -> Result<Servers, String> {
     let path = config.map_or_else(|| PathBuf::from(DEFAULT_CONFIG), Path::to_path_buf);
-    let loaded = LoadOptions::new()
-        .load_file(&path)
-        .map_err(|e| e.to_string())?;
+    let mut options = LoadOptions::new()
+        .inputs(
+            inputs
+                .iter()
+                .map(|(id, value)| (id.as_str(), value.0.as_str())),
+        )
+        .input_hint("mcpctl does not prompt for inputs; give its value with `--input {id}=…`");
+    // A working directory that is gone has no project servers: the file's others still load.
+    if let Ok(cwd) = std::env::current_dir() {
+        options = options.project(cwd);
+    }
+    let loaded = options.load_file(&path).map_err(|e| e.to_string())?;
     if loaded.servers.is_empty() && loaded.invalid.is_empty() {
         return Err(format!(
             "{} configures no (enabled) servers",

@@ -31,7 +31,8 @@ pub(super) enum Entry {
 
 /// What every entry of one document is read with.
 pub(super) struct Context<'a> {
-    /// The key of the servers object: `mcpServers` or `servers`, the start of every path.
+    /// The JSON path of the servers object (`mcpServers`, `servers` or
+    /// `projects["/path"].mcpServers`), the start of every path.
     pub(super) key: &'a str,
     pub(super) vars: Vars<'a>,
     /// The folder relative `envFile` paths are relative to, if any.
@@ -87,9 +88,12 @@ pub(super) fn parse(ctx: &Context<'_>, name: &str, value: &Value) -> Result<Entr
             ))
         }
     };
-    let mut shown = Shown::default();
+    let mut shown = Shown {
+        url_key: url_key.unwrap_or("url"),
+        url: None,
+    };
     let mut config = if http {
-        parse_http(&at, obj, url_key.unwrap_or("url"), &mut shown)?
+        parse_http(&at, obj, &mut shown)?
     } else {
         parse_stdio(&at, obj)?
     };
@@ -116,11 +120,13 @@ struct At<'a> {
     name: &'a str,
 }
 
-/// What validation must not show: fields whose values came from variables.
-#[derive(Default)]
+/// How validation's errors are worded: the URL's key, and what must not be shown (fields
+/// whose values came from variables).
 struct Shown {
-    /// The URL as written, when it held a reference, and its key (`url` or `serverUrl`).
-    url: Option<(String, &'static str)>,
+    /// The key the URL is under: `url`, or Windsurf's `serverUrl`.
+    url_key: &'static str,
+    /// The URL as written, when it held a reference.
+    url: Option<String>,
 }
 
 impl At<'_> {
@@ -154,11 +160,11 @@ impl At<'_> {
         };
         let (field, message) = match field.as_str() {
             "url" => match &shown.url {
-                Some((template, key)) => (
-                    self.field(key),
-                    format!("`{template}` does not expand to an http:// or https:// URL"),
+                Some(template) => (
+                    self.field(shown.url_key),
+                    format!("`{template}` does not expand to a valid http:// or https:// URL"),
                 ),
-                None => (self.field("url"), message),
+                None => (self.field(shown.url_key), message),
             },
             "command" => (self.field("command"), message),
             f if f.starts_with("headers.") => (self.field(f), message),
@@ -235,21 +241,21 @@ fn parse_stdio(at: &At<'_>, obj: &Map<String, Value>) -> Result<ServerConfig, Er
 fn parse_http(
     at: &At<'_>,
     obj: &Map<String, Value>,
-    url_key: &'static str,
     shown: &mut Shown,
 ) -> Result<ServerConfig, Error> {
+    let url_key = shown.url_key;
     let url = match obj.get(url_key) {
         Some(value) => {
             let expanded = at.expand(url_key, value, false)?;
             if let (true, Value::String(template)) = (expanded.had_vars, value) {
-                shown.url = Some((template.clone(), url_key));
+                shown.url = Some(template.clone());
             }
             expanded.value
         }
         None => return Err(at.error("url", "missing")),
     };
     let mut config = ServerConfig::http(at.name, url);
-    if let (Transport::Http(http), Some((template, _))) = (&config.transport, &shown.url) {
+    if let (Transport::Http(http), Some(template)) = (&config.transport, &shown.url) {
         show_path_as_written(&http.url, template);
     }
     for (k, v) in string_map(at, obj, "headers")? {

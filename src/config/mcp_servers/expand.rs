@@ -33,12 +33,19 @@ use std::path::Path;
 /// expansion of a hostile one stays bounded.
 const MAX_DEPTH: usize = 8;
 
+/// What the error for an `${input:id}` without a value says, `{id}` standing for the id.
+pub(super) const DEFAULT_INPUT_HINT: &str =
+    "a service cannot prompt for an input; supply its value with `LoadOptions::input(\"{id}\", …)`";
+
 /// Where variables come from.
 pub(super) struct Vars<'a> {
     /// The environment to look variables up in; the process's when `None`.
     pub(super) env: Option<&'a BTreeMap<String, String>>,
     /// Values for `${input:id}`, supplied by the application.
     pub(super) inputs: &'a BTreeMap<String, String>,
+    /// How an input without a value is told to be supplied (`{id}`: the input's id); the
+    /// library's own words when `None`.
+    pub(super) input_hint: Option<&'a str>,
     /// `${workspaceFolder}`.
     pub(super) workspace_folder: Option<&'a Path>,
 }
@@ -116,10 +123,10 @@ impl Vars<'_> {
             return match self.inputs.get(id) {
                 Some(value) => Ok(value.clone()),
                 None if id.is_empty() => Err(format!("{shown} names no input")),
-                None => Err(format!(
-                    "{shown}: a service cannot prompt for an input; supply its value with \
-                     `LoadOptions::input(\"{id}\", …)`"
-                )),
+                None => {
+                    let hint = self.input_hint.unwrap_or(DEFAULT_INPUT_HINT);
+                    Err(format!("{shown}: {}", hint.replace("{id}", id)))
+                }
             };
         }
         let (env_prefixed, reference) = match inner.strip_prefix("env:") {
@@ -265,6 +272,7 @@ mod tests {
         let vars = Vars {
             env: Some(env),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: Some(Path::new("/work/proj")),
         };
         vars.expand(text).map(|e| e.value)
@@ -351,12 +359,30 @@ mod tests {
     }
 
     #[test]
+    fn an_input_without_a_value_says_how_to_give_one() {
+        let inputs = BTreeMap::new();
+        let env = BTreeMap::new();
+        let mut vars = Vars {
+            env: Some(&env),
+            inputs: &inputs,
+            input_hint: None,
+            workspace_folder: None,
+        };
+        let e = vars.expand("${input:api-key}").unwrap_err();
+        assert!(e.ends_with("`LoadOptions::input(\"api-key\", …)`"), "{e}");
+        vars.input_hint = Some("give it with `--input {id}=…`");
+        let e = vars.expand("${input:api-key}").unwrap_err();
+        assert_eq!(e, "`${input:api-key}`: give it with `--input api-key=…`");
+    }
+
+    #[test]
     fn workspace_variables_need_a_workspace() {
         let inputs = BTreeMap::new();
         let env = BTreeMap::new();
         let vars = Vars {
             env: Some(&env),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: None,
         };
         let e = vars.expand("${workspaceFolder}/x").unwrap_err();
@@ -371,6 +397,7 @@ mod tests {
         let vars = Vars {
             env: Some(&with_home),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: None,
         };
         let path = |text: &str| vars.expand_path(text).map(|e| e.value);
@@ -386,6 +413,7 @@ mod tests {
         let vars = Vars {
             env: Some(&tilde_var),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: None,
         };
         assert_eq!(vars.expand_path("${P}").unwrap().value, "~/x");
@@ -393,6 +421,7 @@ mod tests {
         let vars = Vars {
             env: Some(&no_home),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: None,
         };
         assert!(vars.expand_path("~/x").unwrap_err().contains("HOME"));
@@ -405,6 +434,7 @@ mod tests {
         let vars = Vars {
             env: Some(&env),
             inputs: &inputs,
+            input_hint: None,
             workspace_folder: None,
         };
         assert!(!vars.expand("plain $T").unwrap().had_vars);

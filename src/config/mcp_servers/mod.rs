@@ -3,7 +3,8 @@
 //!
 //! Its own room because the file format is not our API: its keys, aliases and error messages
 //! (which name the server and the JSON path of the field) are kept apart from the builders they
-//! call. This file reads the document (JSONC, bounded) and finds its servers; the rooms beside
+//! call. This file reads the document (JSONC, bounded) and finds its servers (the top-level
+//! objects, and a project's in Claude Code's `~/.claude.json`); the rooms beside
 //! it hold the rest:
 //!
 //! - `options`: [`LoadOptions`] and [`Loaded`], the loader's public face.
@@ -20,10 +21,11 @@ mod expand;
 mod options;
 mod own_settings;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::ServerConfig;
 use crate::error::Error;
@@ -53,14 +55,16 @@ impl ServerConfig {
     /// ```
     ///
     /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
-    /// docs/configuration.md describes: top-level `mcpServers` or VS Code's
-    /// `servers`; stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries
-    /// with `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`)
-    /// and `headers`; `disabled: true` or `enabled: false`; comments and trailing commas;
-    /// `${VAR}`, `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
+    /// docs/configuration.md describes: top-level `mcpServers` and VS Code's
+    /// `servers` (both read when both are there; a name under both is that entry's error);
+    /// stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries with
+    /// `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`) and
+    /// `headers`; `disabled: true` or `enabled: false`; comments and trailing commas; `${VAR}`,
+    /// `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
     /// `type: "sse"`, the legacy HTTP+SSE transport, is rejected. Errors name the server and
     /// the field. A relative `envFile` is an error here (there is no file to be relative to),
-    /// and so is `${input:…}`: [`LoadOptions`] gives both, and partial loading.
+    /// and so is `${input:…}`: [`LoadOptions`] gives both, partial loading, and the project
+    /// whose servers Claude Code's `~/.claude.json` keeps under `projects`.
     pub fn from_mcp_servers_json(json: &str) -> Result<Vec<ServerConfig>, Error> {
         LoadOptions::new()
             .strict(true)
@@ -158,44 +162,180 @@ fn load_document(
     let Some(root) = doc.as_object() else {
         return Err(Error::config(None, "(document)", "expected a JSON object"));
     };
-    let (key, servers) = match (root.get("mcpServers"), root.get("servers")) {
-        (Some(s), _) => ("mcpServers", s),
-        (None, Some(s)) => ("servers", s),
-        (None, None) => {
-            return Err(Error::config(
-                None,
-                "mcpServers",
-                "missing: expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
-            ))
-        }
-    };
-    let Some(servers) = servers.as_object() else {
-        return Err(Error::config(None, key, "expected an object of servers"));
-    };
+    let mut sections = sections(root)?;
+    let project = project_servers(options, root)?;
+    if let Some(project) = &project {
+        sections.push(Section {
+            key: &project.key,
+            servers: project.servers,
+            wins: true,
+        });
+    }
+    let entries = entries(&sections);
     let workspace = options
         .workspace_folder
         .clone()
         .or_else(|| file_dir.and_then(workspace_of));
-    let context = entry::Context {
+    let context = |key| entry::Context {
         key,
         vars: expand::Vars {
             env: options.env.as_ref(),
             inputs: &options.inputs,
+            input_hint: options.input_hint.as_deref(),
             workspace_folder: workspace.as_deref(),
         },
         base_dir: options.base_dir.as_deref().or(file_dir),
         settings: &options.settings,
     };
     let mut loaded = Loaded::default();
-    for (name, value) in servers {
-        match entry::parse(&context, name, value) {
+    for (name, found) in entries {
+        let parsed = match found.also_under {
+            Some(other) => Err(Error::config(
+                Some(name),
+                format!("{}.{name}", found.key),
+                format!(
+                    "defined twice, under `{}` and under `{other}`: keep one",
+                    found.key
+                ),
+            )),
+            None => entry::parse(&context(found.key), name, found.value),
+        };
+        match parsed {
             Ok(entry::Entry::Server(config)) => loaded.servers.push(*config),
-            Ok(entry::Entry::Disabled) => loaded.disabled.push(name.clone()),
+            Ok(entry::Entry::Disabled) => loaded.disabled.push(name.to_owned()),
             Err(e) if options.strict => return Err(e),
             Err(e) => loaded.invalid.push(e),
         }
     }
     Ok(loaded)
+}
+
+/// One object of servers in a document, and the JSON path of its key.
+struct Section<'a> {
+    key: &'a str,
+    servers: &'a Map<String, Value>,
+    /// Its entries replace those of the same name in the sections before it (a project's
+    /// servers); otherwise a name in two sections is a clash.
+    wins: bool,
+}
+
+/// The top-level objects of servers a document holds: `mcpServers` (Claude, Cursor, Windsurf)
+/// and VS Code's `servers`, both read when both are there (a file one host wrote and another
+/// added to), so that neither is dropped without a word.
+fn sections(root: &Map<String, Value>) -> Result<Vec<Section<'_>>, Error> {
+    let mut sections = Vec::new();
+    for key in ["mcpServers", "servers"] {
+        match root.get(key) {
+            None => {}
+            Some(Value::Object(servers)) => sections.push(Section {
+                key,
+                servers,
+                wins: false,
+            }),
+            Some(_) => return Err(Error::config(None, key, "expected an object of servers")),
+        }
+    }
+    // Claude Code's `~/.claude.json` (the file with `projects`) may keep every server under
+    // its projects, and none at the top.
+    if sections.is_empty() && !root.contains_key("projects") {
+        return Err(Error::config(
+            None,
+            "mcpServers",
+            "missing: expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
+        ));
+    }
+    Ok(sections)
+}
+
+/// A project's servers in Claude Code's `~/.claude.json`, and the JSON path of their object.
+struct ProjectServers<'a> {
+    key: String,
+    servers: &'a Map<String, Value>,
+}
+
+/// The servers Claude Code's `~/.claude.json` keeps for the project of
+/// [`LoadOptions::project`] (its "local" scope), under `projects.<absolute path>.mcpServers`;
+/// `None` without a project, or when the file has none for it.
+fn project_servers<'a>(
+    options: &LoadOptions,
+    root: &'a Map<String, Value>,
+) -> Result<Option<ProjectServers<'a>>, Error> {
+    let (Some(project), Some(projects)) = (&options.project, root.get("projects")) else {
+        return Ok(None);
+    };
+    let Some(projects) = projects.as_object() else {
+        return Err(Error::config(
+            None,
+            "projects",
+            "expected an object of projects",
+        ));
+    };
+    // Claude Code keys a project by its absolute path; compared as paths, so that a trailing
+    // `/` or a doubled one does not hide it.
+    let project = std::path::absolute(project).unwrap_or_else(|_| project.clone());
+    let found = project
+        .to_str()
+        .and_then(|p| projects.get_key_value(p))
+        .or_else(|| projects.iter().find(|(k, _)| Path::new(k) == project));
+    let Some((path, entry)) = found else {
+        return Ok(None);
+    };
+    let at = format!("projects[{}]", Value::from(path.as_str()));
+    let Some(entry) = entry.as_object() else {
+        return Err(Error::config(None, at, "expected an object"));
+    };
+    match entry.get("mcpServers") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(servers)) => Ok(Some(ProjectServers {
+            key: format!("{at}.mcpServers"),
+            servers,
+        })),
+        Some(_) => Err(Error::config(
+            None,
+            format!("{at}.mcpServers"),
+            "expected an object of servers",
+        )),
+    }
+}
+
+/// One server's entry, found in a section.
+struct Found<'a> {
+    /// The key of its section, the start of its JSON paths.
+    key: &'a str,
+    value: &'a Value,
+    /// The key of another top-level section that has an entry of the same name: which one
+    /// was meant cannot be told, so the name is that entry's error.
+    also_under: Option<&'a str>,
+}
+
+/// Every entry of the sections, by name (in name order, as the hosts' maps are). A project's
+/// entry replaces a top-level one of the same name whole, as Claude Code's local scope wins
+/// over its user scope; two top-level ones clash.
+fn entries<'a>(sections: &[Section<'a>]) -> BTreeMap<&'a str, Found<'a>> {
+    let mut entries: BTreeMap<&str, Found> = BTreeMap::new();
+    for section in sections {
+        for (name, value) in section.servers {
+            match entries.get_mut(name.as_str()) {
+                Some(found) if section.wins => {
+                    *found = Found {
+                        key: section.key,
+                        value,
+                        also_under: None,
+                    }
+                }
+                Some(found) => found.also_under = Some(section.key),
+                None => {
+                    let found = Found {
+                        key: section.key,
+                        value,
+                        also_under: None,
+                    };
+                    entries.insert(name, found);
+                }
+            }
+        }
+    }
+    entries
 }
 
 /// The workspace folder of a file in `dir`: the parent of a `.vscode` or `.cursor` folder.

@@ -1,6 +1,6 @@
 //! [`LoadOptions`], what the application tells the `mcpServers` loader (the values of
-//! `${input:…}`, the environment, the folders relative paths and `${workspaceFolder}` mean,
-//! strict or partial loading), and [`Loaded`], what a load gives back.
+//! `${input:…}`, the environment, the folders relative paths and `${workspaceFolder}` mean, the
+//! project of Claude Code's per-project servers, strict or partial loading), and [`Loaded`], what a load gives back.
 //!
 //! Its own room because it is the loader's public face: the parsing behind it
 //! (`entry`, `expand`, `env_file`, `own_settings`) is not API.
@@ -43,9 +43,11 @@ use crate::error::Error;
 #[derive(Clone, Default)]
 pub struct LoadOptions {
     pub(super) inputs: BTreeMap<String, String>,
+    pub(super) input_hint: Option<String>,
     pub(super) env: Option<BTreeMap<String, String>>,
     pub(super) base_dir: Option<PathBuf>,
     pub(super) workspace_folder: Option<PathBuf>,
+    pub(super) project: Option<PathBuf>,
     pub(super) strict: bool,
     pub(super) settings: Settings,
 }
@@ -55,12 +57,14 @@ impl fmt::Debug for LoadOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadOptions")
             .field("inputs", &self.inputs.keys().collect::<Vec<_>>())
+            .field("input_hint", &self.input_hint)
             .field(
                 "env",
                 &self.env.as_ref().map(|env| env.keys().collect::<Vec<_>>()),
             )
             .field("base_dir", &self.base_dir)
             .field("workspace_folder", &self.workspace_folder)
+            .field("project", &self.project)
             .field("strict", &self.strict)
             .finish_non_exhaustive()
     }
@@ -92,6 +96,26 @@ impl LoadOptions {
         self
     }
 
+    /// How the error for an `${input:id}` without a value tells the user to supply one, `{id}`
+    /// standing for the input's id: an application names its own way (a command-line tool its
+    /// option, a service its secret store). The error reads `` `${input:id}`: <hint> ``.
+    /// Default: ``a service cannot prompt for an input; supply its value with
+    /// `LoadOptions::input("{id}", …)` ``.
+    ///
+    /// ```
+    /// use mcp_supervisor::config::LoadOptions;
+    ///
+    /// let loaded = LoadOptions::new()
+    ///     .input_hint("give its value with `--input {id}=…`")
+    ///     .load_json(r#"{"servers": {"s": {"command": "srv", "env": {"KEY": "${input:key}"}}}}"#)?;
+    /// assert!(loaded.invalid[0].to_string().ends_with("give its value with `--input key=…`"));
+    /// # Ok::<(), mcp_supervisor::Error>(())
+    /// ```
+    pub fn input_hint(mut self, hint: impl Into<String>) -> Self {
+        self.input_hint = Some(hint.into());
+        self
+    }
+
     /// Looks `${VAR}`, `${env:VAR}` and `HOME` (for `~`) up in these variables instead of the
     /// process's environment. Does not change the environment the servers get.
     pub fn env_vars<I, K, V>(mut self, vars: I) -> Self
@@ -119,6 +143,35 @@ impl LoadOptions {
     /// variable is an error.
     pub fn workspace_folder(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace_folder = Some(dir.into());
+        self
+    }
+
+    /// The project whose servers Claude Code's `~/.claude.json` keeps under
+    /// `projects.<absolute path>.mcpServers` (its "local" scope): they are read besides the
+    /// top-level `mcpServers` (its "user" scope), and one of them replaces a top-level entry of
+    /// the same name whole, as in Claude Code, where the local scope takes precedence. Claude
+    /// Code's project is the folder it was started in; a relative path here is made absolute
+    /// against the current directory. A file without `projects`, or without this project, loads
+    /// its top-level servers only. Default: none (`projects` is not read).
+    ///
+    /// ```
+    /// use mcp_supervisor::config::LoadOptions;
+    ///
+    /// let loaded = LoadOptions::new()
+    ///     .project("/home/ada/app")
+    ///     .load_json(r#"{
+    ///       "mcpServers": { "fs": { "command": "fs-mcp" }, "db": { "command": "db-mcp" } },
+    ///       "projects": {
+    ///         "/home/ada/app": { "mcpServers": { "db": { "command": "db-mcp", "args": ["--app"] } } },
+    ///         "/home/ada/other": { "mcpServers": { "web": { "command": "web-mcp" } } }
+    ///       }
+    ///     }"#)?;
+    /// let names: Vec<&str> = loaded.servers.iter().map(|s| s.name()).collect();
+    /// assert_eq!(names, ["db", "fs"]); // `db` is the project's: with `--app`
+    /// # Ok::<(), mcp_supervisor::Error>(())
+    /// ```
+    pub fn project(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project = Some(dir.into());
         self
     }
 

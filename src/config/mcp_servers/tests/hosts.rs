@@ -126,6 +126,7 @@ fn unset_variables_are_errors_naming_server_and_field() {
 
 /// An error never shows the value a variable expanded to.
 #[test]
+#[cfg(feature = "http")] // its URL and header are checked with the `http` feature's crates
 fn errors_show_the_reference_not_the_value() {
     let options = opts().env_vars([("URL", "ftp://user:SECRET-2@h/x"), ("NL", "a\nSECRET-3")]);
     let loaded = options
@@ -146,6 +147,78 @@ fn errors_show_the_reference_not_the_value() {
     assert!(message.contains("`${URL}`"), "{message}");
     assert_eq!(config_error(&loaded.invalid[0]).1, "mcpServers.h.headers.X");
     assert!(!format!("{options:?}").contains("SECRET"));
+}
+
+/// Issue 20, item 1: Claude Code's `~/.claude.json` keeps a project's servers under
+/// `projects.<absolute path>.mcpServers`; with `LoadOptions::project` they are read besides
+/// the top-level ones, and win over a top-level entry of the same name, whole.
+#[test]
+fn claude_code_project_servers() {
+    let doc = r#"{
+        "numStartups": 12,
+        "mcpServers": {
+            "user": {"command": "user-mcp"},
+            "both": {"command": "top-mcp", "env": {"ONLY_TOP": "1"}}
+        },
+        "projects": {
+            "/work/app": {
+                "allowedTools": [],
+                "mcpServers": {
+                    "both": {"command": "project-mcp"},
+                    "local": {"command": "local-mcp", "args": ["${NOPE}"]}
+                }
+            },
+            "/work/other": {"mcpServers": {"elsewhere": {"command": "x"}}},
+            "/work/empty": {"allowedTools": []}
+        }
+    }"#;
+    let loaded = opts().project("/work/app").load_json(doc).unwrap();
+    let names: Vec<_> = loaded.servers.iter().map(ServerConfig::name).collect();
+    assert_eq!(names, ["both", "user"]);
+    let both = stdio(&loaded.servers[0]);
+    assert_eq!(both.command, "project-mcp");
+    assert!(both.env.is_empty(), "replaced whole, not merged: {both:?}");
+    // A project entry's errors carry its JSON path.
+    let (server, field, _) = config_error(&loaded.invalid[0]);
+    assert_eq!(server, Some("local"));
+    assert_eq!(field, r#"projects["/work/app"].mcpServers.local.args[0]"#);
+    // The same project written with a trailing `/`.
+    let loaded = opts().project("/work/app/").load_json(doc).unwrap();
+    assert_eq!(loaded.servers.len(), 2);
+    // Another project, a project without servers, no project, a file without `projects`:
+    // the top-level servers only.
+    for options in [
+        opts().project("/work/nowhere"),
+        opts().project("/work/empty"),
+        opts(),
+    ] {
+        let loaded = options.load_json(doc).unwrap();
+        let names: Vec<_> = loaded.servers.iter().map(ServerConfig::name).collect();
+        assert_eq!(names, ["both", "user"]);
+        assert_eq!(stdio(&loaded.servers[0]).command, "top-mcp");
+    }
+    let plain = r#"{"mcpServers": {"a": {"command": "x"}}}"#;
+    assert_eq!(
+        opts()
+            .project("/work/app")
+            .load_json(plain)
+            .unwrap()
+            .servers
+            .len(),
+        1
+    );
+    // A `~/.claude.json` may have no top-level servers at all.
+    let only_projects = r#"{"projects": {"/work/app": {"mcpServers": {"p": {"command": "x"}}}}}"#;
+    let loaded = opts()
+        .project("/work/app")
+        .load_json(only_projects)
+        .unwrap();
+    assert_eq!(only(loaded).name(), "p");
+    assert!(opts().load_json(only_projects).unwrap().servers.is_empty());
+    // A project's servers that are not an object are the document's error.
+    let bad = r#"{"projects": {"/work/app": {"mcpServers": []}}}"#;
+    let e = opts().project("/work/app").load_json(bad).unwrap_err();
+    assert_eq!(config_error(&e).1, r#"projects["/work/app"].mcpServers"#);
 }
 
 /// Cursor: `${env:VAR}`, `${userHome}`, `${workspaceFolder}`, `envFile`.

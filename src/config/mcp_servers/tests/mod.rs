@@ -37,6 +37,42 @@ fn accepts_vscode_servers_key() {
     assert_eq!(servers[0].name(), "a");
 }
 
+/// Issue 20, item 2: a file with both keys (one host wrote it, another added to it) had its
+/// `servers` dropped without a word. Both are read; a name in both is that entry's error,
+/// naming the two keys.
+#[test]
+fn both_mcp_servers_and_servers_are_read() {
+    let loaded = opts()
+        .load_json(
+            r#"{"mcpServers": {"a": {"command": "x"}, "both": {"command": "x"}},
+                "servers": {"b": {"command": "y"}, "both": {"command": "y"}}}"#,
+        )
+        .unwrap();
+    let names: Vec<_> = loaded.servers.iter().map(ServerConfig::name).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(loaded.invalid.len(), 1, "{:?}", loaded.invalid);
+    let (server, field, message) = config_error(&loaded.invalid[0]);
+    assert_eq!((server, field), (Some("both"), "mcpServers.both"));
+    assert!(
+        message.contains("`mcpServers`") && message.contains("`servers`"),
+        "{message}"
+    );
+    // Strict: the clash is the error.
+    let e = ServerConfig::from_mcp_servers_json(
+        r#"{"mcpServers": {"s": {"command": "x"}}, "servers": {"s": {"command": "x"}}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(config_error(&e).0, Some("s"));
+    // Either key that is not an object is the document's error, as `mcpServers` always was.
+    let e = opts()
+        .load_json(r#"{"mcpServers": {"a": {"command": "x"}}, "servers": []}"#)
+        .unwrap_err();
+    assert_eq!(
+        config_error(&e),
+        (None, "servers", "expected an object of servers")
+    );
+}
+
 #[test]
 fn errors_name_server_and_field() {
     let cases = [
@@ -69,15 +105,31 @@ fn errors_name_server_and_field() {
             "mcpServers.fs.url",
         ),
         (
-            r#"{"mcpServers": {"fs": {"url": "ftp://x"}}}"#,
-            "mcpServers.fs.url",
-        ),
-        (
             r#"{"mcpServers": {"fs": {"url": "http://x", "headers": {"A": 1}}}}"#,
             "mcpServers.fs.headers.A",
         ),
         (r#"{"mcpServers": {"fs": "npx"}}"#, "mcpServers.fs"),
     ];
+    // Checked with the `http` feature's crates; without them, refused for the transport.
+    #[cfg(feature = "http")]
+    let cases = [
+        cases.as_slice(),
+        &[
+            (
+                r#"{"mcpServers": {"fs": {"url": "ftp://x"}}}"#,
+                "mcpServers.fs.url",
+            ),
+            (
+                r#"{"mcpServers": {"fs": {"serverUrl": "https://a b"}}}"#,
+                "mcpServers.fs.serverUrl",
+            ),
+            (
+                r#"{"mcpServers": {"fs": {"url": "https://a/mcp", "headers": {"X(Bad)": "v"}}}}"#,
+                "mcpServers.fs.headers.X(Bad)",
+            ),
+        ],
+    ]
+    .concat();
     for (json, want_field) in cases {
         match ServerConfig::from_mcp_servers_json(json) {
             Err(Error::Config { server, field, .. }) => {
