@@ -12,6 +12,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use actix::prelude::*;
 use actix_rt::ArbiterHandle;
@@ -24,20 +25,27 @@ use crate::actor::messages::{
     Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
 };
 use crate::actor::status::ServerStatus;
-use crate::actor::supervisor::{Supervisor, SupervisorBuilder};
+use crate::actor::supervisor::{actix_runs_here, Supervisor, SupervisorBuilder};
 use crate::config::ServerConfig;
 use crate::error::Error;
 
-/// EventStream an [`EventStream`] stream holds that its reader has not taken yet. When it is full, the
+/// The events an [`EventStream`] holds that its reader has not taken yet. When it is full, the
 /// supervisor's own per-subscriber queue takes over: state changes are kept (coalesced), other
 /// events dropped and counted, as for every slow subscriber.
 const EVENTS_BUFFER: usize = 64;
 
+/// How long a shutdown of the handle's own system waits for the event streams to be handed
+/// the supervisor's last events (the final `Stopped` of each server) before it ends the system:
+/// a reader that takes nothing must not hold the shutdown up for ever.
+const LAST_EVENTS_GRACE: Duration = Duration::from_secs(2);
+
 /// A handle to a running [`Supervisor`], usable from any async runtime or thread.
 ///
 /// `Clone + Send + Sync`: clone it into every task or handler that makes calls. The supervisor
-/// shuts down (its servers stopped, its thread ended) on [`shutdown`](McpClient::shutdown), or
-/// in the background when the last clone is dropped.
+/// shuts down (its servers stopped, its thread ended) on [`shutdown`](McpClient::shutdown);
+/// await it before the program ends. Dropping the last clone starts the same shutdown in the
+/// background, which a process that exits at once does not wait for (its stdio servers then
+/// see their stdin close, and most exit on that).
 ///
 /// ```no_run
 /// use mcp_supervisor::{McpClient, ServerConfig, Supervisor};
@@ -57,6 +65,9 @@ const EVENTS_BUFFER: usize = 64;
 ///     Ok(())
 /// }
 /// ```
+///
+/// Logs and spans of the supervisor go to the `tracing` subscriber that was the caller's
+/// default when the handle was started.
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
@@ -66,6 +77,9 @@ struct Inner {
     supervisor: Addr<Supervisor>,
     /// Where actors the handle needs (event forwarders) are started: the supervisor's arbiter.
     arbiter: ArbiterHandle,
+    /// How many event forwarders are running, so that a shutdown can let them deliver the
+    /// last events before it ends the system.
+    forwarders: Arc<watch::Sender<usize>>,
     /// The system the handle started for the supervisor, if it did; `None` on the caller's.
     own: Option<OwnSystem>,
 }
@@ -75,6 +89,26 @@ struct OwnSystem {
     system: actix_rt::System,
     /// Becomes true when the thread has left the system (every server stopped).
     ended: watch::Receiver<bool>,
+}
+
+impl Inner {
+    /// Starts the shutdown on the supervisor's own arbiter (where its timers are): the
+    /// supervisor stops every server, the event forwarders hand on the last events (bounded by
+    /// [`LAST_EVENTS_GRACE`]), then the handle's own system, if it has one, ends.
+    fn begin_shutdown(&self) {
+        let supervisor = self.supervisor.clone();
+        let mut forwarders = self.forwarders.subscribe();
+        let system = self.own.as_ref().map(|own| own.system.clone());
+        // False only when the arbiter is gone: the system has ended already.
+        let _ = self.arbiter.spawn(async move {
+            let _ = supervisor.send(Shutdown).await;
+            if let Some(system) = system {
+                let delivered = forwarders.wait_for(|running| *running == 0);
+                let _ = actix_rt::time::timeout(LAST_EVENTS_GRACE, delivered).await;
+                system.stop();
+            }
+        });
+    }
 }
 
 impl std::fmt::Debug for McpClient {
@@ -112,24 +146,32 @@ impl McpClient {
     pub fn start_with_events(
         builder: SupervisorBuilder,
     ) -> Result<(McpClient, EventStream), Error> {
-        let (tx, rx) = mpsc::channel(EVENTS_BUFFER);
-        let client = Self::start_inner(builder, Some(tx))?;
-        Ok((client, EventStream { rx }))
+        let (stream, forwarding) = EventStream::new();
+        let client = Self::start_inner(builder, Some(forwarding))?;
+        Ok((client, stream))
     }
 
     fn start_inner(
         builder: SupervisorBuilder,
-        events: Option<mpsc::Sender<ServerEvent>>,
+        events: Option<Forwarding>,
     ) -> Result<McpClient, Error> {
-        let with_events = |builder: SupervisorBuilder| match events {
-            Some(tx) => builder.subscriber(EventForwarder { tx }.start().recipient()),
+        let forwarders = Arc::new(watch::Sender::new(0));
+        let counted = forwarders.clone();
+        let with_events = move |builder: SupervisorBuilder| match events {
+            Some((tx, dropped)) => {
+                builder.subscriber(EventForwarder::start_counted(tx, dropped, counted))
+            }
             None => builder,
         };
-        if actix_rt::System::try_current().is_some() {
+        if let Some(arbiter) = actix_runs_here()
+            .then(actix_rt::Arbiter::try_current)
+            .flatten()
+        {
             let supervisor = with_events(builder).start()?;
             let inner = Inner {
                 supervisor,
-                arbiter: actix_rt::Arbiter::current(),
+                arbiter,
+                forwarders,
                 own: None,
             };
             return Ok(McpClient {
@@ -138,9 +180,14 @@ impl McpClient {
         }
         let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
         let (ended_tx, ended) = watch::channel(false);
+        // The caller's subscriber, for the supervisor's logs and spans: a scoped default
+        // (`set_default`) is the caller thread's only, and the spans of calls made there are
+        // that subscriber's to extend.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let thread = std::thread::Builder::new()
             .name("mcp-supervisor".into())
             .spawn(move || {
+                let _logs = tracing::dispatcher::set_default(&dispatch);
                 let runner = actix_rt::System::new();
                 let started = runner.block_on(async move {
                     with_events(builder).start().map(|supervisor| {
@@ -176,6 +223,7 @@ impl McpClient {
         let inner = Inner {
             supervisor,
             arbiter,
+            forwarders,
             own: Some(OwnSystem { system, ended }),
         };
         Ok(McpClient {
@@ -329,31 +377,38 @@ impl McpClient {
     ///
     /// `Stopped` once the supervisor has shut down.
     pub async fn events(&self) -> Result<EventStream, Error> {
-        let (tx, rx) = mpsc::channel(EVENTS_BUFFER);
+        let (stream, (tx, dropped)) = EventStream::new();
         let (registered_tx, registered) = oneshot::channel();
         let supervisor = self.inner.supervisor.clone();
+        let counted = self.inner.forwarders.clone();
         // The forwarder is an actor, so it starts on the supervisor's arbiter, whatever thread
         // this is; the stream is handed out once the supervisor has it, so that nothing sent
         // after this returns is missed.
         self.inner.arbiter.spawn(async move {
-            let forwarder = EventForwarder { tx }.start().recipient();
+            let forwarder = EventForwarder::start_counted(tx, dropped, counted);
             let _ = registered_tx.send(supervisor.send(SubscribeEvents(forwarder)).await);
         });
         match registered.await {
-            Ok(Ok(())) => Ok(EventStream { rx }),
+            Ok(Ok(())) => Ok(stream),
             _ => Err(supervisor_stopped()),
         }
     }
 
     /// Stops every server and the supervisor, and returns once every server process is gone
-    /// (and, when the handle runs the supervisor on its own thread, that thread has ended).
-    /// Calls made afterwards, through any clone, are answered `stopped`.
+    /// (and, when the handle runs the supervisor on its own thread, that thread has ended, the
+    /// event streams handed their last events). Calls made afterwards, through any clone, are
+    /// answered `stopped`.
     pub async fn shutdown(&self) {
-        let _ = self.inner.supervisor.send(Shutdown).await;
-        if let Some(own) = &self.inner.own {
-            own.system.stop();
-            let mut ended = own.ended.clone();
-            let _ = ended.wait_for(|ended| *ended).await;
+        match &self.inner.own {
+            None => {
+                let _ = self.inner.supervisor.send(Shutdown).await;
+            }
+            Some(own) => {
+                self.inner.begin_shutdown();
+                let mut ended = own.ended.clone();
+                // An error: the thread is gone, which is what was waited for.
+                let _ = ended.wait_for(|ended| *ended).await;
+            }
         }
     }
 
@@ -380,26 +435,31 @@ impl Drop for Inner {
     /// The last handle is gone: stop the servers, then the handle's own system, in the
     /// background (a drop cannot wait; [`McpClient::shutdown`] can).
     fn drop(&mut self) {
-        let supervisor = self.supervisor.clone();
-        let system = self.own.as_ref().map(|own| own.system.clone());
-        self.arbiter.spawn(async move {
-            let _ = supervisor.send(Shutdown).await;
-            if let Some(system) = system {
-                system.stop();
-            }
-        });
+        self.begin_shutdown();
     }
 }
 
 /// The supervisor's events as a stream: from [`McpClient::events`] or
 /// [`McpClient::start_with_events`]. Read it with [`next`](EventStream::next), or as a
-/// `futures::Stream`.
+/// `futures::Stream`. It ends when the supervisor stops, after the last `Stopped`.
 #[derive(Debug)]
 pub struct EventStream {
     rx: mpsc::Receiver<ServerEvent>,
+    /// Dropped with the stream, which tells its forwarder to stop.
+    _alive: oneshot::Sender<()>,
 }
 
+/// What a forwarder needs of its stream: where events go, and the news that it was dropped.
+type Forwarding = (mpsc::Sender<ServerEvent>, oneshot::Receiver<()>);
+
 impl EventStream {
+    fn new() -> (EventStream, Forwarding) {
+        let (tx, rx) = mpsc::channel(EVENTS_BUFFER);
+        let (alive, dropped) = oneshot::channel();
+        let stream = EventStream { rx, _alive: alive };
+        (stream, (tx, dropped))
+    }
+
     /// The next event; `None` once the supervisor has stopped.
     pub async fn next(&mut self) -> Option<ServerEvent> {
         self.rx.recv().await
@@ -414,15 +474,64 @@ impl futures_util::Stream for EventStream {
     }
 }
 
-/// An actor that hands the events it receives to an [`EventStream`] stream, one at a time: while
-/// the stream is full it takes no more, so the supervisor's bounded per-subscriber queue (and
-/// its rule: state changes kept, notifications dropped and counted) applies to a slow reader.
+/// An actor that hands the events it receives to an [`EventStream`], one at a time: while the
+/// stream is full it takes no more, so the supervisor's bounded per-subscriber queue (and its
+/// rule: state changes kept, notifications dropped and counted) applies to a slow reader.
 struct EventForwarder {
     tx: mpsc::Sender<ServerEvent>,
+    /// The handle's count of running forwarders, one of which this is until it stops.
+    running: Arc<watch::Sender<usize>>,
+}
+
+impl EventForwarder {
+    /// Starts a forwarder into `tx`, counted in `running`, that stops when `dropped` says its
+    /// stream is gone; its address as a subscriber.
+    fn start_counted(
+        tx: mpsc::Sender<ServerEvent>,
+        dropped: oneshot::Receiver<()>,
+        running: Arc<watch::Sender<usize>>,
+    ) -> Recipient<ServerEvent> {
+        running.send_modify(|n| *n += 1);
+        let forwarder = EventForwarder { tx, running }.start();
+        // A dropped stream unsubscribes at once, not at the next event. Watched from a task
+        // apart from the forwarder (a future of its own would keep it alive after the
+        // supervisor let it go) that holds neither its address nor a sender of the stream
+        // (which would keep the stream from ending).
+        let weak = forwarder.downgrade();
+        actix_rt::spawn(async move {
+            let _ = dropped.await;
+            if let Some(forwarder) = weak.upgrade() {
+                forwarder.do_send(StreamDropped);
+            }
+        });
+        forwarder.recipient()
+    }
 }
 
 impl Actor for EventForwarder {
     type Context = Context<Self>;
+}
+
+/// The stream was dropped: the forwarder stops, and the supervisor forgets a subscriber whose
+/// actor is gone.
+struct StreamDropped;
+
+impl Message for StreamDropped {
+    type Result = ();
+}
+
+impl Handler<StreamDropped> for EventForwarder {
+    type Result = ();
+
+    fn handle(&mut self, _: StreamDropped, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+impl Drop for EventForwarder {
+    fn drop(&mut self) {
+        self.running.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Handler<ServerEvent> for EventForwarder {

@@ -98,7 +98,7 @@ impl SupervisorBuilder {
     pub fn start(self) -> Result<Addr<Supervisor>, Error> {
         // Actix would panic in `Actor::start` (and a panic there aborts the process when it
         // unwinds through tokio's runtime): say what is missing instead.
-        if actix_rt::System::try_current().is_none() {
+        if !actix_runs_here() {
             return Err(Error::Runtime {
                 message: "no actix System runs on this thread; start it inside one \
                           (`#[actix::main]`, `actix::System::new().block_on(..)`), or use \
@@ -130,6 +130,13 @@ impl SupervisorBuilder {
         }
         .start())
     }
+}
+
+/// Whether actors can be started on this thread: an actix arbiter runs here, inside its
+/// runtime. (`System::try_current` is not enough: a `SyncArbiter`'s threads and a thread whose
+/// system was made but is not running have a `System` and no arbiter to run actors.)
+pub(crate) fn actix_runs_here() -> bool {
+    actix_rt::Arbiter::try_current().is_some() && tokio::runtime::Handle::try_current().is_ok()
 }
 
 struct Entry {

@@ -173,16 +173,29 @@ impl CallEntry {
         let span = if !tracing::dispatcher::has_been_set() {
             tracing::Span::none()
         } else {
-            tracing::info_span!(
-                parent: &options.parent,
-                "mcp.call",
-                server = %server,
-                method = %call.method,
-                tool = tracing::field::Empty,
-                request_id = id,
-                outcome = tracing::field::Empty,
-                duration_ms = tracing::field::Empty,
-            )
+            let make = || {
+                tracing::info_span!(
+                    parent: &options.parent,
+                    "mcp.call",
+                    server = %server,
+                    method = %call.method,
+                    tool = tracing::field::Empty,
+                    request_id = id,
+                    outcome = tracing::field::Empty,
+                    duration_ms = tracing::field::Empty,
+                )
+            };
+            // The child of a span belongs to the parent's subscriber: the caller's span may be
+            // another subscriber's than this thread's default (an `McpClient` caller on a
+            // thread of its own), and a subscriber asked about a parent id it never issued
+            // may panic.
+            match options
+                .parent
+                .with_subscriber(|(_, parents)| parents.clone())
+            {
+                Some(parents) => tracing::dispatcher::with_default(&parents, make),
+                None => make(),
+            }
         };
         let entry = CallEntry {
             server: server.clone(),

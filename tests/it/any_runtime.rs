@@ -82,12 +82,26 @@ async fn a_client_calls_lists_and_shuts_down_under_plain_tokio() {
 
     client.shutdown().await;
     assert!(!is_running(pid), "the server's process outlived shutdown");
-    // The stream ends with the supervisor.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while events.next().await.is_some() {}
+    // The stream ends with the supervisor, after its last word: demo's Stopped.
+    let last = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            last = Some(event);
+        }
+        last
     })
     .await
     .expect("the event stream ended");
+    assert!(
+        matches!(
+            &last,
+            Some(ServerEvent::StateChanged {
+                state: ServerState::Stopped,
+                ..
+            })
+        ),
+        "{last:?}"
+    );
     let after = client
         .call_tool("demo", "echo", json!({"text": "late"}))
         .await
@@ -163,7 +177,13 @@ async fn dropping_the_last_client_stops_its_servers() {
         .expect("a pid");
     let clone = client.clone();
     drop(client);
-    assert!(is_running(pid), "a clone still holds the supervisor");
+    let echo = clone
+        .call_tool("demo", "echo", json!({"text": "still held"}))
+        .await;
+    assert_eq!(
+        echo_text(&echo.expect("a clone still holds the supervisor")),
+        "still held"
+    );
     drop(clone);
     // The stream ends once the supervisor has stopped every server.
     tokio::time::timeout(Duration::from_secs(10), async {
@@ -186,6 +206,10 @@ async fn inside_an_actix_system_the_client_uses_it() {
             .server(demo("demo", dir.path())),
     )
     .expect("started");
+    assert!(
+        format!("{client:?}").contains("own_thread: false"),
+        "{client:?}"
+    );
     ready(&mut events, "demo").await;
     let result = client
         .call_tool("demo", "echo", json!({"text": "same system"}))
@@ -205,4 +229,66 @@ async fn inside_an_actix_system_the_client_uses_it() {
         statuses[0].counters
     );
     client.shutdown().await;
+}
+
+/// A thread of actix's `SyncArbiter` has a `System` and no arbiter to run actors on: starting
+/// the supervisor there is the typed error, and `McpClient` starts a thread of its own.
+#[actix::test]
+async fn a_sync_arbiter_thread_gets_the_error_and_the_client_a_thread_of_its_own() {
+    use actix::{Actor, Handler, Message, SyncArbiter, SyncContext};
+
+    struct Blocking;
+    impl Actor for Blocking {
+        type Context = SyncContext<Self>;
+    }
+    struct Try;
+    impl Message for Try {
+        type Result = Result<(Option<ErrorKind>, bool), ()>;
+    }
+    impl Handler<Try> for Blocking {
+        type Result = Result<(Option<ErrorKind>, bool), ()>;
+        fn handle(&mut self, _: Try, _: &mut SyncContext<Self>) -> Self::Result {
+            let direct = Supervisor::builder().start().err().map(|e| e.kind());
+            let client = McpClient::start(Supervisor::builder());
+            let own_thread = client
+                .as_ref()
+                .is_ok_and(|c| format!("{c:?}").contains("own_thread: true"));
+            Ok((direct, own_thread))
+        }
+    }
+    let blocking = SyncArbiter::start(1, || Blocking);
+    let (direct, own_thread) = blocking
+        .send(Try)
+        .await
+        .expect("the handler answered")
+        .expect("ok");
+    assert_eq!(direct, Some(ErrorKind::Config));
+    assert!(own_thread, "McpClient::start on a SyncArbiter thread");
+}
+
+/// The supervisor's logs go to the subscriber that was the caller's default when the handle
+/// started, also one set for the caller's thread only.
+#[tokio::test]
+async fn the_supervisor_thread_logs_to_the_callers_subscriber() {
+    let (logs, _guard) = logs::capture(tracing::Level::DEBUG);
+    let dir = tempdir();
+    let (client, mut events) = McpClient::start_with_events(
+        Supervisor::builder()
+            .settings(quick_settings())
+            .server(demo("logged", dir.path())),
+    )
+    .expect("started");
+    ready(&mut events, "logged").await;
+    client
+        .call_tool("logged", "echo", json!({"text": "seen"}))
+        .await
+        .expect("echo");
+    client.shutdown().await;
+    let lines = logs.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("call finished") && l.contains("server=logged")),
+        "{lines:#?}"
+    );
 }

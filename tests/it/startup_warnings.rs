@@ -36,10 +36,10 @@ async fn startup_failing_twice_is_ready_after_two_retries() {
     sup.send(Shutdown).await.unwrap();
 }
 
-/// A normal shutdown is not news: servers of both transports, after calls, one with its tool
-/// list being refreshed when the shutdown comes (the `list_changed` of a moment before), stop
-/// without a single WARN. (The session era once warned "refreshing the tool list failed … was stopped"
-/// on every shutdown.)
+/// A normal shutdown is not news: servers of both transports and eras, after calls and a tool
+/// list change, stop without a single WARN. (The exact case the session era warned of,
+/// "refreshing the tool list failed … was stopped", is the next test's: there the shutdown
+/// meets the refresh's request in flight, which here it does not.)
 async fn a_normal_shutdown_logs_no_warning() {
     let (logs, _guard) = logs::capture(tracing::Level::INFO);
     let dir = tempdir();
@@ -69,7 +69,7 @@ async fn a_normal_shutdown_logs_no_warning() {
             |e| matches!(e, ServerEvent::ToolsChanged { .. }),
         )
         .await;
-    // Once more, and the shutdown right behind it, while the refresh is under way.
+    // Once more, and the shutdown right behind it, while the refresh waits out its debounce.
     sup.send(notify()).await.unwrap().expect("notified");
     sup.send(Shutdown).await.unwrap();
     let warnings: Vec<String> = logs

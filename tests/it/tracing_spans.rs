@@ -152,10 +152,12 @@ async fn each_finished_call_is_one_debug_event() {
             l.contains("DEBUG") && l.contains("call finished") && l.contains("server=events")
         })
         .collect();
-    let echo = finished
+    let echoes: Vec<&String> = finished
         .iter()
-        .find(|l| l.contains("tool=\"echo\""))
-        .unwrap_or_else(|| panic!("no event for the echo call in {finished:#?}"));
+        .filter(|l| l.contains("tool=\"echo\""))
+        .collect();
+    assert_eq!(echoes.len(), 1, "one event per call: {finished:#?}");
+    let echo = echoes[0];
     for field in ["method=tools/call", "outcome=\"ok\"", "duration_ms="] {
         assert!(echo.contains(field), "{field} in {echo}");
     }

@@ -51,6 +51,8 @@ macro_rules! typed_call {
             type Result = Result<$output, Error>;
         }
 
+        impl sealed::Sealed for $name {}
+
         impl TypedCall for $name {
             type Output = $output;
 
@@ -66,8 +68,17 @@ macro_rules! typed_call {
     };
 }
 
-/// A typed call: converts into a [`Call`], and its answer is parsed into `Output`.
-pub trait TypedCall: Into<Call> + Message<Result = Result<Self::Output, Error>> {
+/// Sealed: the typed calls are this crate's (a call of another method is a [`Call`]), so that
+/// methods can be added to [`TypedCall`] without breaking anyone.
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A typed call: converts into a [`Call`], and its answer is parsed into `Output`. Implemented
+/// by this crate's typed calls only.
+pub trait TypedCall:
+    sealed::Sealed + Into<Call> + Message<Result = Result<Self::Output, Error>>
+{
     /// The rmcp schema type of the answer.
     type Output: serde::de::DeserializeOwned + Send + 'static;
 
