@@ -32,6 +32,7 @@ mod metrics;
 mod oauth;
 mod parser_properties;
 mod runtime;
+mod sse;
 mod startup_warnings;
 mod stdio_faults;
 mod tool_results;
