@@ -51,7 +51,8 @@
 //!
 //! # Cargo features
 //!
-//! `stdio` (child-process servers) and `http` (Streamable HTTP over awc and rustls) are on by
+//! `stdio` (child-process servers) and `http` (Streamable HTTP, and the legacy HTTP+SSE
+//! transport, over awc and rustls) are on by
 //! default; at least one is needed. A build without one refuses its servers with a
 //! [`config`](ErrorKind::Config) error that names the feature
 //! ([`Transport::is_compiled_in`]).
@@ -110,13 +111,15 @@
 //!   wait to go out, and their bound, for both transports), `process_tree` (the descendants
 //!   that left the group, read from `/proc`, so that they are stopped too: `tree` one reading
 //!   of it, `walk` the walks shared by the servers stopped at once), and `http`,
-//!   Streamable HTTP over awc:
+//!   Streamable HTTP and the legacy HTTP+SSE transport over awc:
 //!   `client` (the awc client and its TLS config), `request` (every request with its headers,
 //!   and the session id they carry), `send` (one POST per message, requests concurrent and
 //!   abortable), `answer` (what an answer's status means), `authorize` (a 401/403 handed to the
 //!   OAuth provider, and the one re-send), `stream` (SSE answers and their
-//!   resumption with `Last-Event-ID`), `listen` (the GET stream); its `mod.rs` holds `connect`
-//!   and the handle that DELETEs the session on shutdown. Both transports hand the actor the
+//!   resumption with `Last-Event-ID`), `listen` (the GET stream), `legacy` (the HTTP+SSE
+//!   transport of 2024-11-05: its one SSE stream and `endpoint` event, the POSTs going through
+//!   `send` and `answer`); its `mod.rs` holds `connect`, `connect_sse` and the handle that
+//!   DELETEs the session on shutdown. Both transports hand the actor the
 //!   same event stream; the session writes through their `Link`. `memory` (tests only): an
 //!   in-memory transport whose other end a test plays.
 //! - `session` (sans-IO, no actix, tokio, sockets or processes): one server's calls and
@@ -135,8 +138,9 @@
 //!   loading in its `skills`),
 //!   [`server`](actor::server) (the [`ServerActor`], the session's driver: it feeds the session
 //!   what its mailbox and transport bring and carries out its commands; its message handlers in
-//!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era, handshake, tool
-//!   list, re-subscribe), `reply` (a caller's reply channel as the session's `Reply`, the
+//!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era — over HTTP, in
+//!   its `opening`, fall back to the legacy HTTP+SSE transport —, handshake, tool list,
+//!   re-subscribe), `reply` (a caller's reply channel as the session's `Reply`, the
 //!   result parsed into the caller's type), [`supervisor`](actor::supervisor) and `routing`
 //!   (its forwarding of calls, with no task per call), `server_requests` (requests the server
 //!   sends us, bounded), `fanout` (events to subscribers through bounded queues) and `gone`
@@ -171,7 +175,8 @@
 //!   helpers for load, statistics, `/proc` figures and the report.
 //! - `fuzz/`: cargo-fuzz targets for the parsers; their checks also run in `cargo test`.
 //! - `tests/`: the integration tests, in five binaries: `it` (every in-tree suite, one module
-//!   each), `interop`, `soak`, `browser` and `mcpctl`, with their shared helpers in `common/`.
+//!   each), `interop`, `soak`, `browser` and `mcpctl`, with their shared helpers in `common/`
+//!   (among them the in-tree Streamable HTTP, legacy SSE and OAuth test servers).
 
 #![warn(missing_docs)]
 
@@ -210,7 +215,7 @@ pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};
 pub use actor::supervisor::{GetServer, Supervisor, SupervisorBuilder};
 pub use client::{EventStream, McpClient};
-pub use config::{LoadOptions, Loaded, ServerConfig, Settings, StdioConfig, Transport};
+pub use config::{HttpMode, LoadOptions, Loaded, ServerConfig, Settings, StdioConfig, Transport};
 pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;

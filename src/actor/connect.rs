@@ -1,5 +1,6 @@
-//! One connection attempt, start to finish: spawn the transport, agree on a protocol era and
-//! version (see [`opening`]), fetch the tool list, re-send the application's subscriptions. It
+//! One connection attempt, start to finish: spawn the transport (for an HTTP server of
+//! [`HttpMode::Auto`], the one it was last reached over), agree on a protocol era and version,
+//! and on the legacy HTTP+SSE transport if Streamable HTTP is refused (see [`opening`]), fetch the tool list, re-send the application's subscriptions. It
 //! runs as one future the actor spawns, and hands over a connection only once it is ready for
 //! calls; if it fails, or is dropped (timeout, shutdown), the half-made connection is killed
 //! with it.
@@ -15,7 +16,7 @@ use serde_json::{json, Value};
 use tracing::{field, Instrument};
 
 use crate::actor::server_requests::ServerRequests;
-use crate::config::{Settings, Transport};
+use crate::config::{HttpMode, Settings, Transport};
 use crate::error::Error;
 use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
@@ -78,6 +79,9 @@ pub(crate) struct Attempt {
     /// What this attempt learned of the server's era, also when it fails or is cut short (a
     /// stdio server that exits on `server/discover` is spoken to with the handshake next time).
     pub learned: Rc<Cell<Option<Era>>>,
+    /// Which HTTP transport an [`HttpMode::Auto`] server was last reached over (the actor's,
+    /// shared by its attempts): tried first, and set by an attempt that connects.
+    pub http_found: Rc<Cell<Option<HttpMode>>>,
 }
 
 impl Attempt {
@@ -163,6 +167,10 @@ impl Attempt {
                 &self.reaping,
             ),
             #[cfg(feature = "http")]
+            Transport::Http(config) if self.starts_with_sse() => {
+                http::connect_sse(&self.server, config, &self.settings, self.skips.clone())
+            }
+            #[cfg(feature = "http")]
             Transport::Http(config) => {
                 http::connect(&self.server, config, &self.settings, self.skips.clone())
             }
@@ -173,8 +181,42 @@ impl Attempt {
         }
     }
 
+    /// Opens the legacy HTTP+SSE transport to the configured URL, in place of Streamable HTTP.
+    #[cfg(feature = "http")]
+    fn open_sse(&self) -> Result<Connection, Error> {
+        #[cfg(test)]
+        if let Dial::Memory(network) = &self.dial {
+            return network.dial(&self.server);
+        }
+        match &self.transport {
+            Transport::Http(config) => {
+                http::connect_sse(&self.server, config, &self.settings, self.skips.clone())
+            }
+            other => Err(crate::config::missing_transport(&self.server, other)),
+        }
+    }
+
     fn is_http(&self) -> bool {
         matches!(self.transport, Transport::Http(_))
+    }
+
+    /// The configured HTTP mode, if the server is reached over HTTP.
+    fn http_mode(&self) -> Option<HttpMode> {
+        match &self.transport {
+            Transport::Http(config) => Some(config.mode),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// Whether this attempt starts with the legacy HTTP+SSE transport: configured so, or an
+    /// `auto` server that was last reached over it.
+    fn starts_with_sse(&self) -> bool {
+        match self.http_mode() {
+            Some(HttpMode::Sse) => true,
+            Some(HttpMode::Auto) => self.http_found.get() == Some(HttpMode::Sse),
+            _ => false,
+        }
     }
 
     async fn establish(self) -> Result<Established, Error> {
@@ -185,11 +227,35 @@ impl Attempt {
             link,
             attempt: &self,
             connection,
+            sse: self.starts_with_sse(),
             notifications: Vec::new(),
             reused: false,
             answered: false,
         };
-        let (negotiated, era_note) = session.open().await?;
+        let opened = session.open().await;
+        if self.http_mode() == Some(HttpMode::Auto) {
+            match &opened {
+                Ok(_) => {
+                    let found = match session.sse {
+                        true => HttpMode::Sse,
+                        false => HttpMode::StreamableHttp,
+                    };
+                    if self.http_found.replace(Some(found)) != Some(found) {
+                        tracing::info!(server = %self.server, transport = found.name(), "the server speaks this HTTP transport; reconnects use it first");
+                    }
+                }
+                // The URL no longer serves the legacy transport: Streamable HTTP first next time.
+                Err(_) if session.sse && session.connection.closer.not_sse() => {
+                    self.http_found.set(None);
+                }
+                Err(_) => {}
+            }
+        }
+        let (negotiated, era_note) = opened?;
+        let transport = match session.sse {
+            true => "sse",
+            false => self.transport.kind(),
+        };
 
         let (tools, tools_cut) = if negotiated.capabilities.tools.is_some() {
             let listed = session.list_tools().await?;
@@ -211,6 +277,7 @@ impl Attempt {
         } = session;
         Ok(Established {
             opened: Opened {
+                transport: Some(transport),
                 wire,
                 negotiated,
                 era_note,
@@ -233,6 +300,8 @@ impl Attempt {
 struct Handshake<'a> {
     attempt: &'a Attempt,
     connection: Connection,
+    /// The connection is of the legacy HTTP+SSE transport: the session era only.
+    sse: bool,
     /// The connection's outbound side, as the wires of either era write to it.
     link: Rc<dyn Link>,
     /// How requests are shaped: the legacy way until the opening settles on the modern era.

@@ -8,6 +8,7 @@
 //! This file holds the actor, its driving loop and the commands; `handlers` holds the message
 //! handlers, each a few lines that hand a message to the session.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::actor::connect::{Attempt, Dial, Established};
 use crate::actor::fanout::Fanout;
 use crate::actor::messages::*;
 use crate::actor::server_requests::ServerRequests;
-use crate::config::{ServerConfig, Settings};
+use crate::config::{HttpMode, ServerConfig, Settings};
 use crate::error::Error;
 use crate::protocol::jsonrpc::RequestIds;
 use crate::protocol::pagination;
@@ -118,6 +119,8 @@ pub struct ServerActor {
     skips: Arc<SkipCounters>,
     /// The processes this actor started that are not gone yet; `Shutdown` waits for them.
     reaping: Reaping,
+    /// Which HTTP transport an `auto` server was last reached over, tried first next time.
+    http_found: Rc<Cell<Option<HttpMode>>>,
     /// The application's event subscribers, each with a bounded queue.
     events: Fanout,
     /// Answers the requests the server sends us, through the application's handler.
@@ -160,6 +163,7 @@ impl ServerActor {
             ids,
             skips,
             reaping: Reaping::default(),
+            http_found: Rc::default(),
             events: Fanout::default(),
             server_requests,
             closing: Vec::new(),
@@ -266,6 +270,7 @@ impl ServerActor {
             skips: self.skips.clone(),
             ids: self.ids.clone(),
             reaping: self.reaping.clone(),
+            http_found: self.http_found.clone(),
             dial: self.dial.clone(),
             learned: Rc::default(),
             settings,

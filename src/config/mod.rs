@@ -8,7 +8,7 @@
 //! `ServerConfig` overrides.
 //!
 //! - `settings`: [`Settings`], their defaults, and how overrides layer on them.
-//! - `transport`: [`Transport`], [`StdioConfig`], [`HttpConfig`], and what of them may be shown.
+//! - `transport`: [`Transport`], [`StdioConfig`], [`HttpConfig`] and its [`HttpMode`], and what of them may be shown.
 //! - `oauth`: [`OAuthConfig`], how a server behind MCP's authorization profile is authorized.
 //! - `server_config`: [`ServerConfig`] and its builder methods.
 //! - `validate`: [`ServerConfig::validate`], every check in one place.
@@ -29,7 +29,7 @@ pub use mcp_servers::{LoadOptions, Loaded};
 pub use oauth::{OAuthConfig, DEFAULT_REDIRECT_URI};
 pub use server_config::ServerConfig;
 pub use settings::Settings;
-pub use transport::{HttpConfig, StdioConfig, Transport, SAFE_ENV_VARS};
+pub use transport::{HttpConfig, HttpMode, StdioConfig, Transport, SAFE_ENV_VARS};
 
 pub(crate) use transport::missing_transport;
 #[cfg(feature = "http")]

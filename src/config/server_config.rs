@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::settings::Overrides;
-use super::transport::{HttpConfig, StdioConfig, Transport};
+use super::transport::{HttpConfig, HttpMode, StdioConfig, Transport};
 
 /// One MCP server to supervise: its name, how to reach it, and setting overrides.
 ///
@@ -52,7 +52,10 @@ impl ServerConfig {
         }
     }
 
-    /// A server reached over MCP Streamable HTTP at `url`.
+    /// A server reached over HTTP at `url`: Streamable HTTP, or, if the server refuses the
+    /// first `initialize` POST with 400, 404 or 405, the legacy HTTP+SSE transport of revision
+    /// 2024-11-05 at the same URL ([`HttpMode::Auto`]; [`http_mode`](Self::http_mode) pins
+    /// one).
     ///
     /// ```
     /// use mcp_supervisor::ServerConfig;
@@ -67,6 +70,7 @@ impl ServerConfig {
             name: name.into(),
             transport: Transport::Http(HttpConfig {
                 url: url.into(),
+                mode: HttpMode::Auto,
                 headers: BTreeMap::new(),
                 #[cfg(feature = "http")]
                 oauth: None,
@@ -74,6 +78,29 @@ impl ServerConfig {
             overrides: Overrides::default(),
             misuse: None,
         }
+    }
+
+    /// A server reached over the legacy HTTP+SSE transport of revision 2024-11-05, whose SSE
+    /// stream is at `url` (often `.../sse`): [`http`](Self::http) with [`HttpMode::Sse`].
+    ///
+    /// ```
+    /// use mcp_supervisor::ServerConfig;
+    ///
+    /// let old = ServerConfig::sse("old", "https://mcp.example.com/sse");
+    /// assert_eq!(old.transport().kind(), "sse");
+    /// ```
+    pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::http(name, url).http_mode(HttpMode::Sse)
+    }
+
+    /// Which HTTP transport the server is spoken to with (HTTP only; the default is
+    /// [`HttpMode::Auto`]).
+    pub fn http_mode(mut self, mode: HttpMode) -> Self {
+        match &mut self.transport {
+            Transport::Http(http) => http.mode = mode,
+            Transport::Stdio(_) => self.misuse = Some("http_mode"),
+        }
+        self
     }
 
     /// Adds a header sent with every request (HTTP only).

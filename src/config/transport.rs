@@ -1,5 +1,6 @@
-//! How to reach a server: the [`Transport`] enum with its [`StdioConfig`] and [`HttpConfig`],
-//! the variables a child gets by default ([`SAFE_ENV_VARS`]), and [`redact_url`].
+//! How to reach a server: the [`Transport`] enum with its [`StdioConfig`] and [`HttpConfig`]
+//! (and its [`HttpMode`]: Streamable HTTP, the legacy HTTP+SSE transport, or either), the
+//! variables a child gets by default ([`SAFE_ENV_VARS`]), and [`redact_url`].
 //!
 //! Its own room because these types hold credentials (environment values, header values, keys
 //! in URLs, arguments expanded from variables): their hand-written `Debug` impls and the URL redaction that logs use live together,
@@ -16,15 +17,19 @@ use std::path::PathBuf;
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio(StdioConfig),
-    /// A remote server speaking MCP Streamable HTTP.
+    /// A remote server speaking MCP over HTTP: Streamable HTTP, or the legacy HTTP+SSE
+    /// transport of revision 2024-11-05 ([`HttpConfig::mode`]).
     Http(HttpConfig),
 }
 
-/// A Streamable HTTP endpoint.
+/// An HTTP endpoint.
 #[derive(Clone, PartialEq)]
 pub struct HttpConfig {
-    /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`.
+    /// The MCP endpoint, e.g. `https://mcp.example.com/mcp`; for the legacy HTTP+SSE
+    /// transport, its SSE stream, e.g. `https://mcp.example.com/sse`.
     pub url: String,
+    /// Which HTTP transport the server speaks: [`HttpMode::Auto`] (the default) finds out.
+    pub mode: HttpMode,
     /// Headers sent with every request, e.g. `Authorization`. Their values never appear in logs
     /// or `Debug` output.
     pub headers: BTreeMap<String, String>,
@@ -34,6 +39,40 @@ pub struct HttpConfig {
     pub oauth: Option<Box<super::OAuthConfig>>,
 }
 
+/// Which of MCP's HTTP transports a server is spoken to with.
+///
+/// The legacy HTTP+SSE transport is a mode of [`HttpConfig`], not a [`Transport`] of its own:
+/// it is reached by URL with the same headers and OAuth as Streamable HTTP, and `auto` picks
+/// between the two at connect time, which a choice between two transports could not express.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HttpMode {
+    /// Streamable HTTP first; if the server refuses the first `initialize` POST with 400, 404
+    /// or 405, the legacy HTTP+SSE transport at the same URL, as the spec's
+    /// backwards-compatibility section says. What the server turned out to speak is tried
+    /// first on every reconnect. The default.
+    #[default]
+    Auto,
+    /// Streamable HTTP only (protocol revisions 2025-03-26 and later).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport of revision 2024-11-05 only: a GET opens an SSE stream
+    /// whose `endpoint` event names the URL every message is POSTed to; everything the server
+    /// sends comes on that stream. It carries the session era (the `initialize` handshake)
+    /// only, never the stateless 2026-07-28 revision.
+    Sse,
+}
+
+impl HttpMode {
+    /// The mode's name as written in configuration: `auto`, `streamable-http` or `sse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpMode::Auto => "auto",
+            HttpMode::StreamableHttp => "streamable-http",
+            HttpMode::Sse => "sse",
+        }
+    }
+}
+
 // Header values are credentials more often than not: Debug shows their names only, and the
 // URL without its userinfo and query (where hosted servers often put API keys), its path as
 // written when it held variables.
@@ -41,6 +80,7 @@ impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut f = f.debug_struct("HttpConfig");
         f.field("url", &redact_url(&self.url))
+            .field("mode", &self.mode)
             .field("headers", &self.headers.keys().collect::<Vec<_>>());
         #[cfg(feature = "http")]
         f.field("oauth", &self.oauth);
@@ -109,8 +149,22 @@ impl fmt::Debug for Transport {
 }
 
 impl Transport {
-    /// A short name for status tables: `stdio` or `http`.
+    /// A short name for status tables: `stdio`, `http`, or `sse` for a server configured with
+    /// the legacy HTTP+SSE transport ([`HttpMode::Sse`]). (The status of an `auto` server
+    /// that turned out to speak the legacy transport says `sse` too.)
     pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "stdio",
+            Transport::Http(HttpConfig {
+                mode: HttpMode::Sse,
+                ..
+            }) => "sse",
+            Transport::Http(_) => "http",
+        }
+    }
+
+    /// The cargo feature this transport needs: `stdio` or `http`.
+    pub fn feature(&self) -> &'static str {
         match self {
             Transport::Stdio(_) => "stdio",
             Transport::Http(_) => "http",
@@ -130,10 +184,11 @@ impl Transport {
 /// The error for a server over a transport this build was compiled without.
 pub(crate) fn missing_transport(server: &str, transport: &Transport) -> Error {
     let kind = transport.kind();
+    let feature = transport.feature();
     Error::config(
         Some(server),
         "transport",
-        format!("this build has no {kind} transport: enable the `{kind}` cargo feature of mcp-supervisor"),
+        format!("this build has no {kind} transport: enable the `{feature}` cargo feature of mcp-supervisor"),
     )
 }
 
@@ -250,6 +305,36 @@ mod tests {
             redact_url("https://h.example/whole-url-path"),
             "https://h.example/whole-url-path"
         );
+    }
+
+    #[test]
+    #[cfg(feature = "http")] // HTTP entries are refused by a build without `http`
+    fn an_entrys_type_picks_the_http_mode() {
+        let json = r#"{"mcpServers": {
+            "a": {"url": "http://h/mcp"},
+            "b": {"type": "http", "url": "http://h/mcp"},
+            "c": {"type": "streamable-http", "url": "http://h/mcp"},
+            "d": {"type": "sse", "url": "http://h/sse"}
+        }}"#;
+        let servers = ServerConfig::from_mcp_servers_json(json).unwrap();
+        let modes: Vec<_> = servers
+            .iter()
+            .map(|s| match s.transport() {
+                Transport::Http(h) => (h.mode, s.transport().kind()),
+                Transport::Stdio(_) => panic!("{s:?}"),
+            })
+            .collect();
+        assert_eq!(
+            modes,
+            [
+                (HttpMode::Auto, "http"),
+                (HttpMode::Auto, "http"),
+                (HttpMode::StreamableHttp, "http"),
+                (HttpMode::Sse, "sse"),
+            ]
+        );
+        // The feature a legacy server needs is `http`, not `sse`.
+        assert_eq!(servers[3].transport().feature(), "http");
     }
 
     #[test]

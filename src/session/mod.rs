@@ -129,6 +129,9 @@ pub(crate) struct AttemptPlan {
 
 /// A connection an attempt opened, as the session takes it (the driver keeps the IO parts).
 pub(crate) struct Opened {
+    /// The transport it is over, for the status, if not the configured one's kind (an `auto`
+    /// HTTP server found speaking the legacy HTTP+SSE transport: `sse`).
+    pub transport: Option<&'static str>,
     pub wire: Wire,
     pub negotiated: Negotiated,
     /// Why this attempt spoke another era than it tried first (the server changed).
@@ -194,7 +197,7 @@ fn situation_of<'a>(
 pub(crate) struct Session {
     name: Arc<str>,
     settings: Settings,
-    /// `stdio` or `http`, for the status.
+    /// `stdio`, `http` or `sse`, for the status.
     transport_kind: &'static str,
     /// Over HTTP, a server behind a URL may be replaced by another (see `refused_for_era`).
     http: bool,
@@ -452,6 +455,7 @@ impl Session {
 
     fn opened(&mut self, seq: u64, opened: Opened, now: Instant) {
         let Opened {
+            transport,
             wire,
             negotiated,
             era_note,
@@ -462,6 +466,9 @@ impl Session {
             notifications,
             subscribed,
         } = opened;
+        if let Some(transport) = transport {
+            self.transport_kind = transport;
+        }
         if matches!(self.machine.state(), ServerState::Reconnecting { .. }) {
             self.reconnects += 1;
             crate::telemetry::reconnected(&self.name);

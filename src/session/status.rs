@@ -54,7 +54,8 @@ pub struct Counters {
 pub struct ServerStatus {
     /// Server name.
     pub name: String,
-    /// Transport kind: `stdio`.
+    /// Transport kind: `stdio`, `http` (Streamable HTTP) or `sse` (the legacy HTTP+SSE
+    /// transport, configured or found by an `auto` HTTP server).
     pub transport: &'static str,
     /// Connection state.
     pub state: ServerState,

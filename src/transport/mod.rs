@@ -367,6 +367,28 @@ impl Closer {
         let _ = protocol_version;
     }
 
+    /// Streamable HTTP: the status (400, 404 or 405) with which the server refused our
+    /// `initialize`, which says it may speak the legacy HTTP+SSE transport instead.
+    #[cfg(feature = "http")]
+    pub fn initialize_refused(&self) -> Option<u16> {
+        match self {
+            Closer::Http(h) => h.initialize_refused(),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// Legacy HTTP+SSE: the URL answered the GET, but not with an SSE stream that named an
+    /// endpoint.
+    pub fn not_sse(&self) -> bool {
+        match self {
+            #[cfg(feature = "http")]
+            Closer::Http(h) => h.not_sse(),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
     /// Holds a child's stderr lines aside while a probe of ours runs, so that what it writes in
     /// answer to the probe does not push what explains a failure out of its stderr tail (stdio
     /// only; see `stdio::StderrTail`).

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration test crates (`tests/it/`, `tests/interop/`, `tests/soak/`,
 //! `tests/mcpctl/`, `tests/browser.rs`): the demo server's config, an event collector that
-//! tests can await, and process-table checks; the in-tree HTTP and OAuth test servers; log
+//! tests can await, and process-table checks; the in-tree HTTP, legacy SSE and OAuth test servers; log
 //! capture per test (`logs`) and tests that run in a process of their own (`alone`).
 #![allow(dead_code)]
 
@@ -11,6 +11,7 @@ pub mod http_server;
 pub mod interop;
 pub mod logs;
 pub mod oauth_server;
+pub mod sse_server;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

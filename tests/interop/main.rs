@@ -7,6 +7,9 @@
 //!   start-ups, shutdown, the reference servers, the Python SDK server).
 //! - `memory`: row 7, garbage and a 64 MiB line on stdout; its peak RSS is measured in a
 //!   process of its own (`common::alone`).
+//! - `legacy_sse`: the legacy HTTP+SSE transport (2024-11-05) against the TypeScript SDK v1's
+//!   `SSEServerTransport` (`sse_server.mjs`): kill -9 and restart, configured and found by
+//!   `auto` (rows marked S).
 //! - `modern`: the 2026-07-28 revision beside the session era (rows marked M), with the
 //!   TypeScript and Python SDK servers and `mcp-server-time`.
 //!
@@ -16,6 +19,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod legacy_sse;
 mod memory;
 mod modern;
 mod scenarios;

@@ -34,6 +34,7 @@ mod oauth;
 mod parser_properties;
 mod runtime;
 mod skills;
+mod sse;
 mod startup_warnings;
 mod stdio_faults;
 mod tool_results;

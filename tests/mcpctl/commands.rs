@@ -57,7 +57,7 @@ fn config(dir: &Path, with_broken: bool) -> String {
             "args": ["-c", format!("echo '{LONG_REASON}' >&2; exit 1")],
             "mcp-supervisor": { "maxConnectRetries": 0 },
         });
-        servers["legacy-sse"] = json!({ "type": "sse", "url": "http://127.0.0.1:1/sse" });
+        servers["old-ws"] = json!({ "type": "websocket", "url": "ws://127.0.0.1:1/ws" });
     }
     let path = dir.join("mcp.json");
     let text = json!({ "mcpServers": servers }).to_string();
@@ -112,13 +112,13 @@ fn status_json_shows_every_server_and_why_one_failed() {
     assert_eq!(gh["last_error"]["kind"], "invalid_connection");
     assert_eq!(gh["last_error"]["stderr_tail"], json!([LONG_REASON]));
 
-    let sse = line("legacy-sse");
+    let sse = line("old-ws");
     assert_eq!(sse["state"], "invalid");
     assert_eq!(sse["last_error"]["kind"], "config");
     assert!(
         sse["last_error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("type")),
+            .is_some_and(|m| m.contains("websocket")),
         "{sse}"
     );
     assert_eq!(line("off")["state"], "disabled");
@@ -133,7 +133,7 @@ fn status_table_shows_the_whole_stderr_line() {
     let text = stdout(&out);
     assert!(text.starts_with("NAME "), "{text}");
     assert!(text.contains(&format!("  | {LONG_REASON}\n")), "{text}");
-    assert!(text.contains("legacy-sse: invalid configuration"), "{text}");
+    assert!(text.contains("old-ws: invalid configuration"), "{text}");
 }
 
 #[test]
@@ -482,7 +482,7 @@ fn usage_and_configuration_errors_exit_2() {
     let cases: &[&[&str]] = &[
         &["--config", &config, "call", "echo"], // SERVER missing
         &["--config", &config, "call", "nope", "echo"], // no such server
-        &["--config", &config, "call", "legacy-sse", "echo"], // its entry is invalid
+        &["--config", &config, "call", "old-ws", "echo"], // its entry is invalid
         &["--config", "/nonexistent/mcp.json", "status"],
         &["tools", "--header", "A: b", "--stdio", "--", DEMO],
         &["status", "--stdio"],  // no command after --

@@ -7,6 +7,11 @@
 //! server that exits on the probe is spoken to with the handshake by the next attempt), and
 //! says why when the server changed. What an answer
 //! means is decided in [`crate::protocol::era`]; this file does the asking.
+//!
+//! Over HTTP, the transport is settled here too: an `initialize` that Streamable HTTP refuses
+//! with 400, 404 or 405 is sent again over the legacy HTTP+SSE transport at the same URL, for
+//! a server of [`HttpMode::Auto`] (the spec's backwards compatibility). The legacy transport
+//! carries the session era only: over it, only `initialize` is tried.
 
 use super::Handshake;
 use crate::error::Error;
@@ -20,6 +25,8 @@ use crate::protocol::lifecycle::{self, Negotiated, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::protocol::meta::RequestMeta;
 use crate::session::wire::Wire;
 use crate::ErrorKind as Kind;
+#[cfg(feature = "http")]
+use crate::{config::HttpMode, transport::Link};
 
 /// What one try of an era found.
 enum Tried {
@@ -60,6 +67,9 @@ impl Handshake<'_> {
 
     async fn negotiate(&mut self) -> Result<(Negotiated, Option<String>), Error> {
         let choice = self.attempt.settings.protocol;
+        if self.sse {
+            return self.over_sse(choice).await;
+        }
         if let Some(fresh) = self
             .attempt
             .plan
@@ -102,6 +112,11 @@ impl Handshake<'_> {
                 }
                 Tried::OtherEra { reason, version } => (reason, version),
             };
+            if self.sse {
+                // `initialize` went over the legacy HTTP+SSE transport, which carries no other
+                // era.
+                return Err(Self::modern_over_sse(&self.attempt.server, &reason));
+            }
             if !choice.may_fall_back() {
                 return Err(self.pinned_era_refused(choice, &reason));
             }
@@ -227,14 +242,104 @@ impl Handshake<'_> {
         Err(self.unsupported(&supported.join(", ")))
     }
 
+    /// The opening over the legacy HTTP+SSE transport: the `initialize` handshake, whatever
+    /// era was remembered, since the transport carries no other.
+    async fn over_sse(
+        &mut self,
+        choice: ProtocolChoice,
+    ) -> Result<(Negotiated, Option<String>), Error> {
+        if choice == ProtocolChoice::Modern {
+            return Err(self.pinned_era_refused(
+                choice,
+                "it speaks the legacy HTTP+SSE transport, which carries the session era only",
+            ));
+        }
+        match self.try_legacy().await? {
+            Tried::Open(negotiated) => {
+                self.attempt.learned.set(Some(Era::Legacy));
+                Ok((*negotiated, None))
+            }
+            Tried::OtherEra { reason, .. } => {
+                Err(Self::modern_over_sse(&self.attempt.server, &reason))
+            }
+        }
+    }
+
+    /// A server on the legacy HTTP+SSE transport that answered `initialize` the modern way.
+    fn modern_over_sse(server: &str, reason: &str) -> Error {
+        Error::connection(
+            server,
+            format!("a server on the legacy HTTP+SSE transport answered initialize as one of the 2026-07-28 revision, which that transport cannot carry ({reason})"),
+        )
+    }
+
     /// The `initialize` handshake.
     async fn try_legacy(&mut self) -> Result<Tried, Error> {
         // Whatever the probe before found, a request the server sends now is of the session
         // era, for the application's handler.
         self.wire = Wire::legacy(self.link.clone());
         let params = lifecycle::initialize_params(&self.attempt.plan.client_capabilities);
+        #[cfg(feature = "http")]
+        let retry = params.clone();
         let answer = self.request("initialize", Some(params)).await;
+        #[cfg(feature = "http")]
+        let answer = match answer {
+            Err(refused) if !self.sse && self.attempt.http_mode() == Some(HttpMode::Auto) => {
+                match self.connection.closer.initialize_refused() {
+                    Some(status) => self.initialize_over_sse(status, refused, retry).await,
+                    None => Err(refused),
+                }
+            }
+            answer => answer,
+        };
         self.initialize_answered(answer)
+    }
+
+    /// Streamable HTTP refused `initialize` with `status` (400, 404 or 405): as the spec's
+    /// backwards compatibility says, the same URL is tried with the legacy HTTP+SSE transport
+    /// (a GET for its SSE stream and its `endpoint` event), and `initialize` sent again over
+    /// it. If the URL serves no such stream either, the error says both.
+    #[cfg(feature = "http")]
+    async fn initialize_over_sse(
+        &mut self,
+        status: u16,
+        refused: Error,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        let server = self.attempt.server.clone();
+        tracing::debug!(server = %server, status, "Streamable HTTP refused initialize; trying the legacy HTTP+SSE transport at the same URL");
+        let connection = match self.attempt.open_sse() {
+            Ok(connection) => connection,
+            Err(_) => return Err(refused),
+        };
+        // The Streamable HTTP connection is dropped, which closes it.
+        self.connection = connection;
+        let link: std::rc::Rc<dyn Link> = std::rc::Rc::new(self.connection.outbound.clone());
+        self.link = link;
+        self.wire = Wire::legacy(self.link.clone());
+        self.sse = true;
+        match self.request("initialize", Some(params)).await {
+            Ok(answer) => Ok(answer),
+            Err(error) if self.connection.closer.not_sse() => {
+                // Both halves bounded, so that the second is not cut off the error's end.
+                let message = |e: &Error| -> String {
+                    let text = match e {
+                        Error::Connection { message, .. } => message.clone(),
+                        other => other.without_stderr(),
+                    };
+                    text.chars().take(240).collect()
+                };
+                Err(Error::connection(
+                    &server,
+                    format!(
+                        "{}; nor is there a legacy HTTP+SSE stream: {}",
+                        message(&refused),
+                        message(&error)
+                    ),
+                ))
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The answer to the probe `probe`, or `None` if the server read it and does not answer.

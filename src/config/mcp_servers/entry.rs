@@ -18,7 +18,7 @@ use super::{env_file, ServerConfig};
 use crate::config::transport::show_path_as_written;
 #[cfg(feature = "http")]
 use crate::config::OAuthConfig;
-use crate::config::{Settings, Transport};
+use crate::config::{HttpMode, Settings, Transport};
 use crate::error::Error;
 
 /// What an entry is for the loader.
@@ -70,21 +70,18 @@ pub(super) fn parse(ctx: &Context<'_>, name: &str, value: &Value) -> Result<Entr
         (false, true) => Some("serverUrl"),
         (false, false) => None,
     };
+    // An HTTP entry's mode: a URL alone, or `"http"` (which VS Code also reads this way),
+    // tries Streamable HTTP and falls back to the legacy HTTP+SSE transport.
     let http = match kind {
-        None => url_key.is_some() && !obj.contains_key("command"),
-        Some("stdio") => false,
-        Some("http" | "streamable-http" | "streamableHttp") => true,
-        Some("sse") => {
-            return Err(at.error(
-                "type",
-                "the legacy HTTP+SSE transport is not supported; use Streamable HTTP \
-                 (\"type\": \"http\")",
-            ))
-        }
+        None if url_key.is_some() && !obj.contains_key("command") => Some(HttpMode::Auto),
+        None | Some("stdio") => None,
+        Some("http") => Some(HttpMode::Auto),
+        Some("streamable-http" | "streamableHttp") => Some(HttpMode::StreamableHttp),
+        Some("sse") => Some(HttpMode::Sse),
         Some(other) => {
             return Err(at.error(
                 "type",
-                format!("unknown transport `{other}` (expected \"stdio\" or \"http\")"),
+                format!("unknown transport `{other}` (expected \"stdio\", \"http\" or \"sse\")"),
             ))
         }
     };
@@ -92,10 +89,9 @@ pub(super) fn parse(ctx: &Context<'_>, name: &str, value: &Value) -> Result<Entr
         url_key: url_key.unwrap_or("url"),
         url: None,
     };
-    let mut config = if http {
-        parse_http(&at, obj, &mut shown)?
-    } else {
-        parse_stdio(&at, obj)?
+    let mut config = match http {
+        Some(mode) => parse_http(&at, obj, &mut shown)?.http_mode(mode),
+        None => parse_stdio(&at, obj)?,
     };
     apply_own_settings(&at, obj, &mut config)?;
     config

@@ -55,13 +55,14 @@ impl ServerConfig {
     /// ```
     ///
     /// The format is the one of Claude Desktop and Code, Cursor, VS Code and Windsurf, read as
-    /// docs/configuration.md describes: top-level `mcpServers` and VS Code's
-    /// `servers` (both read when both are there; a name under both is that entry's error);
-    /// stdio entries with `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries with
-    /// `type: "http"` (or `"streamable-http"`, or just a `url` or Windsurf's `serverUrl`) and
-    /// `headers`; `disabled: true` or `enabled: false`; comments and trailing commas; `${VAR}`,
-    /// `${VAR:-default}` and `${env:VAR}` expanded from the process's environment.
-    /// `type: "sse"`, the legacy HTTP+SSE transport, is rejected. Errors name the server and
+    /// docs/configuration.md describes: top-level `mcpServers` and VS Code's `servers` (both
+    /// read when both are there; a name under both is that entry's error); stdio entries with
+    /// `command`, `args`, `env`, `envFile`, `cwd`; HTTP entries with `type: "http"` (or just a
+    /// `url` or Windsurf's `serverUrl`: Streamable HTTP, falling back to the legacy HTTP+SSE
+    /// transport), `"streamable-http"` or `"sse"` (the legacy transport only) and `headers`;
+    /// `disabled: true` or `enabled: false`; comments and trailing commas; `${VAR}`,
+    /// `${VAR:-default}` and `${env:VAR}` expanded from the process's environment. Errors name
+    /// the server and
     /// the field. A relative `envFile` is an error here (there is no file to be relative to),
     /// and so is `${input:…}`: [`LoadOptions`] gives both, partial loading, and the project
     /// whose servers Claude Code's `~/.claude.json` keeps under `projects`.

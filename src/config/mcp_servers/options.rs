@@ -26,7 +26,7 @@ use crate::error::Error;
 ///       "servers": {
 ///         "search": { "type": "http", "url": "https://mcp.example.com/mcp",
 ///                     "headers": { "Authorization": "Bearer ${input:api-key}" } },
-///         "broken": { "type": "sse", "url": "https://old.example.com/sse" },
+///         "broken": { "type": "websocket", "url": "wss://old.example.com/ws" },
 ///       },
 ///     }"#)?;
 /// assert_eq!(loaded.servers.len(), 1); // the valid entry is loaded...

@@ -144,6 +144,7 @@ impl Harness {
         self.link = link;
         self.seq = seq;
         let opened = Opened {
+            transport: None,
             wire,
             negotiated: negotiated.clone(),
             era_note: None,

@@ -9,7 +9,10 @@
 //! never followed, so our credentials never reach another origin —, any other 4xx: `refused`,
 //! it did not run; 413 and 431 say what the request weighed), or a server
 //! failure whose call follows the retry rules (other 5xx). The GET stream reads its own refusals
-//! with the same [`error_detail`] and [`session_gone`].
+//! with the same [`error_detail`] and [`session_gone`]. Over the legacy HTTP+SSE transport every
+//! 2xx is an acknowledgement (the answer comes on the SSE stream), and every POST carries the
+//! session (the endpoint names it); an `initialize` of Streamable HTTP refused with 400, 404 or
+//! 405 is noted for the opening, which may try the legacy transport next.
 
 use std::time::Duration;
 
@@ -48,7 +51,11 @@ pub(super) async fn on_response(shared: &Shared, response: Response, asked: Aske
         id, method, modern, ..
     } = asked;
     let status = response.status();
-    if !modern {
+    if shared.legacy_sse && status.is_success() {
+        // Accepted (202, or 200 "Accepted"): the answer comes on the SSE stream.
+        return;
+    }
+    if !modern && !shared.legacy_sse {
         if let Err(error) = shared.capture_session(&response) {
             if let Some(id) = id {
                 shared.emit(TransportEvent::CallFailed { id, error }).await;
@@ -171,6 +178,11 @@ async fn refused(shared: &Shared, mut response: Response, asked: Asked<'_>) {
         if rpc_error_answer(shared, body, id).await {
             return;
         }
+    }
+    if method == "initialize" && !shared.legacy_sse && matches!(status.as_u16(), 400 | 404 | 405) {
+        // No JSON-RPC answer: perhaps a server of the legacy HTTP+SSE transport, which the
+        // opening may try next.
+        shared.initialize_refused.set(Some(status.as_u16()));
     }
     let error = match status.as_u16() {
         // Refused unprocessed: the caller may try again, after the server's `Retry-After`; a

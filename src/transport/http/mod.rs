@@ -1,4 +1,6 @@
-//! The Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25) over awc.
+//! The Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25) over awc, and the legacy
+//! HTTP+SSE transport of 2024-11-05 (`legacy`), which shares its requests, answers and
+//! authorization.
 //!
 //! Each outgoing message is one POST. Its answer is JSON, an SSE stream (progress and server
 //! requests, then the response), or 202 for notifications. What the server sends comes out of
@@ -44,11 +46,14 @@
 //!   ([`crate::auth`]) first, and the request re-sent once a new token may help;
 //! - `overload`: 429 and 503, and the server's `Retry-After`;
 //! - `stream`: reading SSE streams into events, and resuming an answer whose stream broke;
-//! - `listen`: the GET stream for server-initiated messages.
+//! - `listen`: the GET stream for server-initiated messages;
+//! - `legacy`: the HTTP+SSE transport of 2024-11-05 ([`connect_sse`]): its one SSE stream,
+//!   the `endpoint` event, and the POSTs to it, which go through `send` and `answer` as above.
 
 mod answer;
 mod authorize;
 mod client;
+mod legacy;
 mod listen;
 mod overload;
 mod request;
@@ -65,7 +70,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, Notify};
 
 use super::backlog::Backlog;
-use super::{Connection, Outbound, SkipCounters, TransportEvent};
+use super::{Connection, Outbound, Outgoing, SkipCounters, TransportEvent};
 use crate::auth;
 use crate::config::{redact_url, HttpConfig, Settings};
 use crate::error::Error;
@@ -77,7 +82,21 @@ use crate::protocol::text::server_text;
 struct Shared {
     server: Arc<str>,
     client: awc::Client,
+    /// The configured URL: the MCP endpoint (Streamable HTTP), or the SSE stream (legacy).
     url: String,
+    /// The legacy HTTP+SSE transport: messages are POSTed to [`endpoint`](Self::endpoint),
+    /// every 2xx answer is an acknowledgement, and what the server sends comes on the one SSE
+    /// stream (no GET stream of Streamable HTTP, no resumption).
+    legacy_sse: bool,
+    /// Legacy HTTP+SSE: the URL the server's `endpoint` event named, once it came.
+    endpoint: RefCell<Option<String>>,
+    /// Streamable HTTP: the status of a refusal of `initialize` that says the server may speak
+    /// the legacy HTTP+SSE transport instead (400, 404, 405: the spec's backwards
+    /// compatibility).
+    initialize_refused: Cell<Option<u16>>,
+    /// Legacy HTTP+SSE: the GET was answered, but not with an SSE stream that named an
+    /// endpoint (the URL serves something else).
+    not_sse: Cell<bool>,
     /// The URL without credentials (userinfo, query), for logs and errors.
     shown_url: String,
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -115,7 +134,22 @@ impl HttpHandle {
     /// GET stream for server messages is opened.
     pub fn initialized(&self, protocol_version: &str) {
         *self.shared.protocol_version.borrow_mut() = Some(protocol_version.to_owned());
-        actix::spawn(listen::listen(self.shared.clone()));
+        // The legacy transport's one stream is open already.
+        if !self.shared.legacy_sse {
+            actix::spawn(listen::listen(self.shared.clone()));
+        }
+    }
+
+    /// Streamable HTTP: the status (400, 404 or 405) with which the server refused our
+    /// `initialize`, which says it may speak the legacy HTTP+SSE transport.
+    pub fn initialize_refused(&self) -> Option<u16> {
+        self.shared.initialize_refused.get()
+    }
+
+    /// Legacy HTTP+SSE: the URL answered the GET, but not with an SSE stream that named an
+    /// endpoint.
+    pub fn not_sse(&self) -> bool {
+        self.shared.not_sse.get()
     }
 
     /// Stops every request and stream of this connection at once.
@@ -154,13 +188,71 @@ impl Drop for HttpHandle {
     }
 }
 
-/// Prepares a connection; nothing is sent until the first message (initialize).
+/// Prepares a Streamable HTTP connection; nothing is sent until the first message
+/// (initialize).
 pub(crate) fn connect(
     server: &Arc<str>,
     config: &HttpConfig,
     settings: &Settings,
     skips: Arc<SkipCounters>,
 ) -> Result<Connection, Error> {
+    let (shared, out_rx, events) = prepare(server, config, settings, skips, false)?;
+    actix::spawn(send::send_loop(shared.clone(), out_rx));
+    Ok(connection(shared, events))
+}
+
+/// Opens a connection over the legacy HTTP+SSE transport of 2024-11-05: the GET of its SSE
+/// stream goes out at once; messages wait until the stream's `endpoint` event says where to
+/// POST them.
+pub(crate) fn connect_sse(
+    server: &Arc<str>,
+    config: &HttpConfig,
+    settings: &Settings,
+    skips: Arc<SkipCounters>,
+) -> Result<Connection, Error> {
+    let (shared, out_rx, events) = prepare(server, config, settings, skips, true)?;
+    actix::spawn(legacy::run(shared.clone(), out_rx));
+    Ok(connection(shared, events))
+}
+
+/// The connection the actor gets: its outbound side, its events, its handle.
+fn connection(
+    shared: Rc<Shared>,
+    (out_tx, events_rx): (
+        mpsc::UnboundedSender<Outgoing>,
+        mpsc::Receiver<TransportEvent>,
+    ),
+) -> Connection {
+    let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        Some((event, rx))
+    })
+    .boxed_local();
+    Connection {
+        outbound: Outbound::channel(out_tx),
+        events,
+        closer: super::Closer::Http(HttpHandle { shared }),
+    }
+}
+
+/// What both transports share: the state of one connection, the receiving end of what the
+/// actor queues, and the two ends the actor gets.
+type Prepared = (
+    Rc<Shared>,
+    mpsc::UnboundedReceiver<Outgoing>,
+    (
+        mpsc::UnboundedSender<Outgoing>,
+        mpsc::Receiver<TransportEvent>,
+    ),
+);
+
+fn prepare(
+    server: &Arc<str>,
+    config: &HttpConfig,
+    settings: &Settings,
+    skips: Arc<SkipCounters>,
+    legacy_sse: bool,
+) -> Result<Prepared, Error> {
     let mut headers = Vec::with_capacity(config.headers.len());
     for (name, value) in &config.headers {
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -195,6 +287,10 @@ pub(crate) fn connect(
         server: server.clone(),
         client,
         url: config.url.clone(),
+        legacy_sse,
+        endpoint: RefCell::new(None),
+        initialize_refused: Cell::new(None),
+        not_sse: Cell::new(false),
         shown_url: redact_url(&config.url),
         headers,
         auth,
@@ -210,17 +306,7 @@ pub(crate) fn connect(
         skips,
     });
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    actix::spawn(send::send_loop(shared.clone(), out_rx));
-    let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
-        let event = rx.recv().await?;
-        Some((event, rx))
-    })
-    .boxed_local();
-    Ok(Connection {
-        outbound: Outbound::channel(out_tx),
-        events,
-        closer: super::Closer::Http(HttpHandle { shared }),
-    })
+    Ok((shared, out_rx, (out_tx, events_rx)))
 }
 
 impl Shared {

@@ -20,7 +20,8 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
 
 /// A POST of one message. The initialize request goes without a session (it is what creates
-/// one); every other carries ours. The flag says whether it did, which decides what a 404 or a
+/// one); every other carries ours. Over the legacy HTTP+SSE transport it goes to the endpoint
+/// the server named, which is the session. The flag says whether it did, which decides what a 404 or a
 /// 400 means.
 ///
 /// A request of the 2026-07-28 revision (`modern`) brings its own headers (the protocol
@@ -30,6 +31,14 @@ pub(super) fn post(
     method: Option<&str>,
     modern: Option<&[(String, String)]>,
 ) -> Result<(ClientRequest, bool), Error> {
+    if shared.legacy_sse {
+        // The endpoint the server named is the session: every POST to it has one.
+        let url = shared.endpoint.borrow().clone().unwrap_or_default();
+        let request = shared
+            .request(shared.client.post(url))?
+            .insert_header((CONTENT_TYPE, "application/json"));
+        return Ok((shared.with_session(request).0, true));
+    }
     let mut request = shared
         .request(shared.client.post(&shared.url))?
         .insert_header((ACCEPT, "application/json, text/event-stream"))

@@ -69,6 +69,7 @@ async fn flooded(message: String, settings: &Settings) -> (Connection, Arc<Atomi
     actix::spawn(flood(listener, message, written.clone()));
     let config = HttpConfig {
         url: format!("http://127.0.0.1:{port}/mcp"),
+        mode: crate::config::HttpMode::StreamableHttp,
         headers: Default::default(),
         oauth: None,
     };

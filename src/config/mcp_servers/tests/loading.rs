@@ -12,7 +12,7 @@ use crate::config::{LoadOptions, ServerConfig};
 #[cfg(feature = "http")] // reads HTTP entries, which a build without `http` refuses
 fn partial_load_reports_each_invalid_entry() {
     let json = r#"{"mcpServers": {
-        "a-sse": {"type": "sse", "url": "https://old.example/sse"},
+        "a-sse": {"type": "sse"},
         "b-unknown": {"type": "websocket", "url": "wss://x"},
         "c-nocmd": {"args": ["x"]},
         "d-types": {"command": "x", "args": "not-an-array"},
@@ -33,7 +33,7 @@ fn partial_load_reports_each_invalid_entry() {
     assert!(settings.trusted);
     assert_eq!(settings.call_timeout, std::time::Duration::from_secs(5));
     let want = [
-        ("a-sse", "type", "legacy HTTP+SSE"),
+        ("a-sse", "url", "missing"),
         ("b-unknown", "type", "unknown transport `websocket`"),
         ("c-nocmd", "command", "missing"),
         ("d-types", "args", "expected an array"),
@@ -62,7 +62,7 @@ fn partial_load_reports_each_invalid_entry() {
     }
     // Strict: the first invalid entry is the error, as from_mcp_servers_json has always done.
     let e = opts().strict(true).load_json(json).unwrap_err();
-    assert_eq!(config_error(&e).1, "mcpServers.a-sse.type");
+    assert_eq!(config_error(&e).1, "mcpServers.a-sse.url");
     assert_eq!(ServerConfig::from_mcp_servers_json(json).unwrap_err(), e);
     // The document itself is still all or nothing.
     for doc in ["", "[]", "{}", r#"{"mcpServers": []}"#, "{,}"] {

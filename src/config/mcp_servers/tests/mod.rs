@@ -93,8 +93,8 @@ fn errors_name_server_and_field() {
             "mcpServers.fs.env.K",
         ),
         (
-            r#"{"mcpServers": {"fs": {"type": "sse", "url": "http://x"}}}"#,
-            "mcpServers.fs.type",
+            r#"{"mcpServers": {"fs": {"type": "sse"}}}"#,
+            "mcpServers.fs.url",
         ),
         (
             r#"{"mcpServers": {"fs": {"type": "http"}}}"#,
