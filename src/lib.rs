@@ -141,7 +141,8 @@
 //!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era — over HTTP, in
 //!   its `opening`, fall back to the legacy HTTP+SSE transport —, handshake, tool list,
 //!   re-subscribe), `reply` (a caller's reply channel as the session's `Reply`, the
-//!   result parsed into the caller's type), [`supervisor`](actor::supervisor) and `routing`
+//!   result parsed into the caller's type), [`supervisor`](actor::supervisor) (with the
+//!   make-before-break replacement of a server: `Restart`, `ReplaceServer`) and `routing`
 //!   (its forwarding of calls, with no task per call), `server_requests` (requests the server
 //!   sends us, bounded), `fanout` (events to subscribers through bounded queues) and `gone`
 //!   (the notice the supervisor gets when an actor is dropped, panics included).
@@ -208,8 +209,9 @@ pub use rmcp::model;
 pub use actor::messages::{
     AddServer, Call, CallOptions, CallTool, GetPrompt, GetSkill, GetStatus, ListPrompts,
     ListResourceTemplates, ListResources, ListSkills, ListTools, LoadSkill, Ping, Progress,
-    ReadResource, ReadSkillFile, Reconnect, RemoveServer, ServerEvent, ServerRequest,
-    SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
+    ReadResource, ReadSkillFile, Reconnect, RemoveServer, ReplaceServer, Restart, ServerEvent,
+    ServerRequest, SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
+    DEFAULT_DRAIN_TIMEOUT,
 };
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};

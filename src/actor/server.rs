@@ -24,6 +24,7 @@ use crate::actor::messages::*;
 use crate::actor::server_requests::ServerRequests;
 use crate::config::{HttpMode, ServerConfig, Settings};
 use crate::error::Error;
+use crate::policy::state::ServerState;
 use crate::protocol::jsonrpc::RequestIds;
 use crate::protocol::pagination;
 use crate::session::{Command, InputAnswers, InputAsk, Session};
@@ -104,6 +105,23 @@ pub struct InjectPanic {
     pub server: String,
 }
 
+/// Answers once the server is Ready (`Ok`), or has failed to start within its start-up policy
+/// or was stopped (`Err`): what a replacement waits for before calls are routed to it.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Result<(), Error>")]
+pub(crate) struct AwaitReady;
+
+/// Stops the server once its pending calls are answered, or when `timeout` has passed (then
+/// those still pending are answered as calls whose server was stopped are); answers once its
+/// processes are gone. The old generation of a replaced server gets it, after new calls have
+/// been routed to the new one.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub(crate) struct Drain {
+    /// How long its calls may take to finish.
+    pub timeout: std::time::Duration,
+}
+
 /// The actor that supervises one MCP server. Usually created by the
 /// [`Supervisor`](crate::Supervisor); ask it for the address with
 /// [`GetServer`](crate::GetServer) to send calls with one actor hop instead of two.
@@ -130,6 +148,10 @@ pub struct ServerActor {
     /// Becomes true once a `Shutdown` has stopped the server and its processes are gone. Every
     /// `Shutdown`, however many are sent, answers only then.
     stopped: watch::Sender<bool>,
+    /// Who waits for this server to be Ready (a replacement being made: `AwaitReady`).
+    ready_waiters: Vec<oneshot::Sender<Result<(), Error>>>,
+    /// Draining (`Drain`): the server stops once its calls are answered.
+    draining: bool,
     dial: Dial,
     clock: Clock,
     _gone: Option<GoneNotice>,
@@ -168,6 +190,8 @@ impl ServerActor {
             server_requests,
             closing: Vec::new(),
             stopped: watch::Sender::new(false),
+            ready_waiters: Vec::new(),
+            draining: false,
             dial: Dial::Configured,
             clock,
             _gone: None,
@@ -222,6 +246,71 @@ impl ServerActor {
         if self.session.timers_moved() {
             self.arm_timer(ctx);
         }
+        if !self.ready_waiters.is_empty() {
+            self.tell_ready_waiters();
+        }
+        if self.draining && self.session.pending_calls() == 0 {
+            self.stop_server(ctx);
+        }
+    }
+
+    /// Answers those who wait for Ready once the server is Ready, or will not be by itself:
+    /// Failed (its start-up policy spent) or Stopped.
+    fn tell_ready_waiters(&mut self) {
+        let outcome =
+            match self.session.state() {
+                ServerState::Ready => Ok(()),
+                ServerState::Failed { .. } => Err(self
+                    .session
+                    .last_error()
+                    .cloned()
+                    .unwrap_or_else(|| Error::Unavailable {
+                        server: self.session.name().to_string(),
+                        reason: "the server failed to start".into(),
+                        attempts: 0,
+                        stderr_tail: Vec::new(),
+                    })),
+                ServerState::Stopped => Err(Error::Stopped {
+                    server: self.session.name().to_string(),
+                }),
+                _ => return,
+            };
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+
+    /// Stops the server for good, once: every call still pending is answered now (as calls
+    /// whose server was stopped are), the connection is closed, the processes reaped; then
+    /// `stopped` turns true and the actor stops.
+    pub(super) fn stop_server(&mut self, ctx: &mut Context<Self>) {
+        if *self.session.state() == ServerState::Stopped {
+            return;
+        }
+        self.draining = false;
+        if let Some(gone) = &mut self._gone {
+            gone.deliberate = true;
+        }
+        // Calls in flight get their answer now rather than at their deadline.
+        self.session.stop(self.clock.now());
+        self.drive(ctx);
+        let closing = std::mem::take(&mut self.closing);
+        let reaping = self.reaping.clone();
+        ctx.spawn(
+            async move {
+                for closed in closing {
+                    let _ = closed.await;
+                }
+                // Also the processes of failed attempts and broken connections, which are
+                // killed in the background.
+                reaping.idle().await;
+            }
+            .into_actor(self)
+            .map(|_, act, ctx| {
+                act.stopped.send_replace(true);
+                ctx.stop();
+            }),
+        );
     }
 
     /// Sets the timer for the session's earliest instant, unless one is set no later.

@@ -2,6 +2,7 @@
 //! hands them the application's event subscribers, and starts a new actor when one dies.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use actix::prelude::*;
 use futures_util::future::join_all;
@@ -11,7 +12,7 @@ use tokio::sync::watch;
 use crate::actor::messages::skills::refused;
 use crate::actor::messages::*;
 use crate::actor::routing::Forward;
-use crate::actor::server::{ActorGone, GoneNotice, InjectPanic, ServerActor};
+use crate::actor::server::{ActorGone, AwaitReady, Drain, GoneNotice, InjectPanic, ServerActor};
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::session::status::ServerStatus;
@@ -126,6 +127,7 @@ impl SupervisorBuilder {
             epoch: 0,
             shutting_down: false,
             removing: Vec::new(),
+            replacements: Vec::new(),
             stopped: watch::Sender::new(false),
         }
         .start())
@@ -145,6 +147,8 @@ struct Entry {
     epoch: u64,
     /// The application's subscriptions, kept here so that a replacement actor has them too.
     subscriptions: BTreeSet<String>,
+    /// A new generation is starting to replace this one (`Restart`, `ReplaceServer`).
+    replacing: bool,
 }
 
 /// Supervises a set of MCP servers. See the [crate documentation](crate) for a tour.
@@ -161,6 +165,8 @@ pub struct Supervisor {
     /// Servers removed whose actors are still stopping: a second `RemoveServer`, and
     /// `Shutdown`, wait for them too.
     removing: Vec<Entry>,
+    /// New generations of servers being replaced, until they are Ready (or are not).
+    replacements: Vec<Entry>,
     /// Becomes true once a `Shutdown` has stopped every server; every `Shutdown` answers then.
     stopped: watch::Sender<bool>,
 }
@@ -177,11 +183,21 @@ impl Supervisor {
         subscriptions: BTreeSet<String>,
         ctx: &mut Context<Self>,
     ) {
+        let entry = self.start_actor(config, subscriptions, ctx);
+        self.servers.insert(entry.config.name().to_owned(), entry);
+    }
+
+    /// Starts an actor, of a new generation, for `config`; it connects at once.
+    fn start_actor(
+        &mut self,
+        config: ServerConfig,
+        subscriptions: BTreeSet<String>,
+        ctx: &mut Context<Self>,
+    ) -> Entry {
         self.epoch += 1;
-        let name = config.name().to_owned();
         let gone = GoneNotice {
             supervisor: ctx.address().recipient(),
-            name: name.clone(),
+            name: config.name().to_owned(),
             epoch: self.epoch,
             deliberate: false,
         };
@@ -192,16 +208,136 @@ impl Supervisor {
             self.request_handler.clone(),
             subscriptions.clone(),
         );
-        let addr = actor.start();
-        self.servers.insert(
-            name,
-            Entry {
-                config,
-                addr,
-                epoch: self.epoch,
-                subscriptions,
-            },
-        );
+        Entry {
+            config,
+            addr: actor.start(),
+            epoch: self.epoch,
+            subscriptions,
+            replacing: false,
+        }
+    }
+
+    /// Tells every subscriber of something the supervisor itself did (a replacement's steps).
+    fn notify(&mut self, event: ServerEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    /// Replaces a server make-before-break (`Restart`, `ReplaceServer`): the new generation
+    /// starts beside the old one, which serves every call until the new one is Ready; then the
+    /// new one takes every new call and the old one drains (its calls finish there, for at most
+    /// `drain`) and stops. If the new one does not come up, it is stopped and the old one serves
+    /// on. Answers once the new generation serves, or with why it did not come up.
+    fn replace(
+        &mut self,
+        config: ServerConfig,
+        drain: Duration,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<(), Error>> {
+        let name = config.name().to_owned();
+        let refused = |e: Error| -> ResponseActFuture<Self, Result<(), Error>> {
+            Box::pin(actix::fut::ready(Err(e)))
+        };
+        if self.shutting_down {
+            return refused(Error::Stopped { server: name });
+        }
+        if let Err(e) = config.validate_with(&self.settings) {
+            return refused(e);
+        }
+        let subscriptions = match self.servers.get_mut(&name) {
+            None => return refused(Error::ServerNotFound { server: name }),
+            Some(entry) if entry.replacing => {
+                return refused(Error::Unavailable {
+                    server: name,
+                    reason: "a replacement of this server is already under way".into(),
+                    attempts: 0,
+                    stderr_tail: Vec::new(),
+                })
+            }
+            Some(entry) => {
+                entry.replacing = true;
+                entry.subscriptions.clone()
+            }
+        };
+        let next = self.start_actor(config, subscriptions, ctx);
+        let ready = next.addr.send(AwaitReady);
+        let epoch = next.epoch;
+        self.replacements.push(next);
+        self.notify(ServerEvent::Replacing {
+            server: name.clone(),
+        });
+        tracing::info!(server = %name, "replacing: a new generation is starting");
+        let server = name.clone();
+        let ready = async move {
+            // Its actor died before it was Ready.
+            ready.await.unwrap_or(Err(Error::Stopped { server }))
+        };
+        Box::pin(
+            ready
+                .into_actor(self)
+                .map(move |ready, act, _| act.replacement_ready(&name, epoch, drain, ready)),
+        )
+    }
+
+    /// The new generation of `name` (of `epoch`) is Ready, or will not be.
+    fn replacement_ready(
+        &mut self,
+        name: &str,
+        epoch: u64,
+        drain: Duration,
+        ready: Result<(), Error>,
+    ) -> Result<(), Error> {
+        if let Some(entry) = self.servers.get_mut(name) {
+            entry.replacing = false;
+        }
+        let Some(at) = self.replacements.iter().position(|e| e.epoch == epoch) else {
+            // Stopped meanwhile (RemoveServer, Shutdown): nothing to route to it.
+            return Err(Error::Stopped {
+                server: name.to_owned(),
+            });
+        };
+        let mut next = self.replacements.swap_remove(at);
+        let Some(entry) = self.servers.get_mut(name) else {
+            next.addr.do_send(Shutdown);
+            self.removing.push(next);
+            return Err(Error::Stopped {
+                server: name.to_owned(),
+            });
+        };
+        if let Err(error) = ready {
+            tracing::warn!(server = %name, error = %error.without_stderr(), "replacement failed; the old generation serves on");
+            next.addr.do_send(Shutdown);
+            self.removing.push(next);
+            self.notify(ServerEvent::ReplaceFailed {
+                server: name.to_owned(),
+                error: error.clone(),
+            });
+            return Err(error);
+        }
+        // Subscriptions made or ended while the new generation started.
+        for uri in entry.subscriptions.difference(&next.subscriptions) {
+            next.addr.do_send(Subscribe {
+                server: name.to_owned(),
+                uri: uri.clone(),
+            });
+        }
+        for uri in next.subscriptions.difference(&entry.subscriptions) {
+            next.addr.do_send(Unsubscribe {
+                server: name.to_owned(),
+                uri: uri.clone(),
+            });
+        }
+        next.subscriptions = entry.subscriptions.clone();
+        let old = std::mem::replace(entry, next);
+        old.addr.do_send(Drain { timeout: drain });
+        self.removing.push(old);
+        tracing::info!(server = %name, "replaced: the new generation takes the calls");
+        self.notify(ServerEvent::Replaced {
+            server: name.to_owned(),
+        });
+        Ok(())
     }
 
     fn addr(&self, server: &str) -> Result<Addr<ServerActor>, Error> {
@@ -245,6 +381,7 @@ impl Handler<ActorGone> for Supervisor {
 
     fn handle(&mut self, gone: ActorGone, ctx: &mut Context<Self>) {
         self.removing.retain(|e| e.epoch != gone.epoch);
+        self.replacements.retain(|e| e.epoch != gone.epoch);
         if self.shutting_down {
             return;
         }
@@ -512,6 +649,12 @@ impl Handler<RemoveServer> for Supervisor {
         if let Some(entry) = self.servers.remove(&name) {
             self.removing.push(entry);
         }
+        // A new generation still starting goes too; its replacement answers `stopped`.
+        let (starting, others): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.replacements)
+            .into_iter()
+            .partition(|e| e.config.name() == name);
+        self.replacements = others;
+        self.removing.extend(starting);
         // Every actor of that name still stopping (this one, or one an earlier RemoveServer
         // removed): the answer comes once all their processes are gone.
         let stops: Vec<_> = self
@@ -545,6 +688,7 @@ impl Handler<Shutdown> for Supervisor {
                 .servers
                 .values()
                 .chain(&self.removing)
+                .chain(&self.replacements)
                 .map(|e| e.addr.send(Shutdown))
                 .collect();
             ctx.spawn(
@@ -555,6 +699,7 @@ impl Handler<Shutdown> for Supervisor {
                 .map(|_, act, ctx| {
                     act.servers.clear();
                     act.removing.clear();
+                    act.replacements.clear();
                     act.stopped.send_replace(true);
                     ctx.stop();
                 }),
@@ -575,5 +720,29 @@ impl Handler<InjectPanic> for Supervisor {
         if let Ok(addr) = self.addr(&msg.server) {
             addr.do_send(msg);
         }
+    }
+}
+
+impl Handler<Restart> for Supervisor {
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
+
+    fn handle(&mut self, msg: Restart, ctx: &mut Context<Self>) -> Self::Result {
+        match self.servers.get(&msg.server) {
+            Some(entry) => {
+                let config = entry.config.clone();
+                self.replace(config, msg.drain_timeout, ctx)
+            }
+            None => Box::pin(actix::fut::ready(Err(Error::ServerNotFound {
+                server: msg.server,
+            }))),
+        }
+    }
+}
+
+impl Handler<ReplaceServer> for Supervisor {
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
+
+    fn handle(&mut self, msg: ReplaceServer, ctx: &mut Context<Self>) -> Self::Result {
+        self.replace(msg.config, msg.drain_timeout, ctx)
     }
 }

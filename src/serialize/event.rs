@@ -1,5 +1,6 @@
 //! [`ServerEvent`] as JSON, tagged by `type` (`state_changed`, `tools_changed`,
-//! `resource_updated`, `log`, `notification`): the form of the status scope's event stream.
+//! `resource_updated`, `log`, `notification`, `replacing`, `replaced`, `replace_failed`): the
+//! form of the status scope's event stream.
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -33,11 +34,21 @@ enum EventView<'a> {
         method: &'a str,
         params: &'a Option<Value>,
     },
+    Replacing {
+        server: &'a str,
+    },
+    Replaced {
+        server: &'a str,
+    },
+    ReplaceFailed {
+        server: &'a str,
+        error: crate::serialize::ErrorView,
+    },
 }
 
 impl ServerEvent {
     /// The event's `type` in its serde form: `state_changed`, `tools_changed`,
-    /// `resource_updated`, `log` or `notification`.
+    /// `resource_updated`, `log`, `notification`, `replacing`, `replaced` or `replace_failed`.
     pub fn type_name(&self) -> &'static str {
         match self {
             ServerEvent::StateChanged { .. } => "state_changed",
@@ -45,6 +56,9 @@ impl ServerEvent {
             ServerEvent::ResourceUpdated { .. } => "resource_updated",
             ServerEvent::Log { .. } => "log",
             ServerEvent::Notification { .. } => "notification",
+            ServerEvent::Replacing { .. } => "replacing",
+            ServerEvent::Replaced { .. } => "replaced",
+            ServerEvent::ReplaceFailed { .. } => "replace_failed",
         }
     }
 }
@@ -83,6 +97,12 @@ impl Serialize for ServerEvent {
                 method,
                 params,
             },
+            ServerEvent::Replacing { server } => EventView::Replacing { server },
+            ServerEvent::Replaced { server } => EventView::Replaced { server },
+            ServerEvent::ReplaceFailed { server, error } => EventView::ReplaceFailed {
+                server,
+                error: error.into(),
+            },
         };
         view.serialize(s)
     }
@@ -114,5 +134,25 @@ mod tests {
         let v = serde_json::to_value(&n).unwrap();
         assert_eq!(v["type"], n.type_name());
         assert_eq!(v["params"], Value::Null);
+    }
+
+    #[test]
+    fn a_replacement_step_is_tagged_and_a_failed_one_says_why() {
+        let replaced = ServerEvent::Replaced {
+            server: "fs".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&replaced).unwrap(),
+            json!({"type": "replaced", "server": "fs"})
+        );
+        let failed = ServerEvent::ReplaceFailed {
+            server: "fs".into(),
+            error: crate::error::Error::Stopped {
+                server: "fs".into(),
+            },
+        };
+        let v = serde_json::to_value(&failed).unwrap();
+        assert_eq!(v["type"], "replace_failed");
+        assert_eq!(v["error"]["code"], "stopped");
     }
 }

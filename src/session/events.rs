@@ -50,6 +50,24 @@ pub enum ServerEvent {
         /// Params.
         params: Option<Value>,
     },
+    /// A replacement began (`Restart`, `ReplaceServer`): a new generation of the server is
+    /// starting beside the one that serves its calls.
+    Replacing {
+        /// Server name.
+        server: String,
+    },
+    /// The new generation is Ready and takes every new call; the old one drains.
+    Replaced {
+        /// Server name.
+        server: String,
+    },
+    /// The new generation did not come up; the old one keeps serving.
+    ReplaceFailed {
+        /// Server name.
+        server: String,
+        /// Why the new generation did not come up.
+        error: crate::error::Error,
+    },
 }
 
 impl ServerEvent {
@@ -60,7 +78,10 @@ impl ServerEvent {
             | ServerEvent::ToolsChanged { server, .. }
             | ServerEvent::ResourceUpdated { server, .. }
             | ServerEvent::Log { server, .. }
-            | ServerEvent::Notification { server, .. } => server,
+            | ServerEvent::Notification { server, .. }
+            | ServerEvent::Replacing { server }
+            | ServerEvent::Replaced { server }
+            | ServerEvent::ReplaceFailed { server, .. } => server,
         }
     }
 }

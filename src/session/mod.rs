@@ -281,6 +281,16 @@ impl Session {
         self.machine.state()
     }
 
+    /// The calls not answered yet: in flight, or waiting for a connection.
+    pub fn pending_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// What the last connection attempt or connection failed with, if anything.
+    pub fn last_error(&self) -> Option<&Error> {
+        self.last_error.as_ref()
+    }
+
     /// Sets the subscriptions before the first connection (a replacement actor's).
     pub fn set_subscriptions(&mut self, subscriptions: BTreeSet<String>) {
         self.subscriptions = subscriptions;

@@ -125,11 +125,13 @@ events.addEventListener("state_changed", (e) => {
   log(ev.server + ": " + ev.message);
   scheduleRefresh();
 });
-for (const type of ["tools_changed", "resource_updated", "log", "notification"]) {
+for (const type of ["tools_changed", "resource_updated", "log", "notification",
+                    "replacing", "replaced", "replace_failed"]) {
   events.addEventListener(type, (e) => {
     const ev = JSON.parse(e.data);
     log(ev.server + ": " + type.replace("_", " "));
-    if (type === "tools_changed") scheduleRefresh();
+    // A replaced server is another process, with its own tools.
+    if (type === "tools_changed" || type === "replaced") scheduleRefresh();
   });
 }
 setInterval(() => {

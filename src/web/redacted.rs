@@ -156,6 +156,15 @@ pub(super) enum Event<'a> {
     Notification {
         server: &'a str,
     },
+    Replacing {
+        server: &'a str,
+    },
+    Replaced {
+        server: &'a str,
+    },
+    ReplaceFailed {
+        server: &'a str,
+    },
 }
 
 impl<'a> From<&'a ServerEvent> for Event<'a> {
@@ -170,6 +179,10 @@ impl<'a> From<&'a ServerEvent> for Event<'a> {
             ServerEvent::ResourceUpdated { server, .. } => Event::ResourceUpdated { server },
             ServerEvent::Log { server, .. } => Event::Log { server },
             ServerEvent::Notification { server, .. } => Event::Notification { server },
+            ServerEvent::Replacing { server } => Event::Replacing { server },
+            ServerEvent::Replaced { server } => Event::Replaced { server },
+            // Not what went wrong: that may quote the server or its configuration.
+            ServerEvent::ReplaceFailed { server, .. } => Event::ReplaceFailed { server },
         }
     }
 }

@@ -32,6 +32,7 @@ mod http_server_eras;
 mod metrics;
 mod oauth;
 mod parser_properties;
+mod replace;
 mod runtime;
 mod skills;
 mod sse;

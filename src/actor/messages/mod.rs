@@ -313,6 +313,81 @@ pub struct RemoveServer(pub String);
 #[rtype(result = "()")]
 pub struct Shutdown;
 
+/// How long the old generation of a replaced server may take to finish its calls, by default.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Restarts a server without a failed call (make-before-break), e.g. for an upgrade of its
+/// binary: a new generation with the same configuration starts beside the one that serves the
+/// calls, and only once it is Ready (handshake, tool list, subscriptions) does every new call go
+/// to it; the old generation then drains — its calls in flight finish there, for at most
+/// `drain_timeout`, after which they are answered as any broken connection's would be
+/// (`outcome_unknown` for a call that may have run, never a silent re-run) — and is stopped.
+/// If the new generation does not come up within its start-up policy, it is stopped and the
+/// old one serves on: the answer is why. Subscribers hear [`ServerEvent::Replacing`], then
+/// [`ServerEvent::Replaced`] or [`ServerEvent::ReplaceFailed`]. A stdio server runs as two
+/// processes while its generations overlap.
+///
+/// ```no_run
+/// # async fn demo(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_supervisor::Restart;
+/// use std::time::Duration;
+///
+/// sup.send(Restart::new("fs").drain_timeout(Duration::from_secs(60))).await??;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Restart {
+    /// Server name.
+    pub server: String,
+    /// How long the old generation's calls may take to finish.
+    pub drain_timeout: Duration,
+}
+
+impl Restart {
+    /// A restart of `server`, draining for [`DEFAULT_DRAIN_TIMEOUT`].
+    pub fn new(server: impl Into<String>) -> Self {
+        Restart {
+            server: server.into(),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+
+    /// How long the old generation's calls may take to finish.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+}
+
+/// Replaces a server's configuration (a rotated token in its `headers` or `env`, a new
+/// argument) make-before-break, as [`Restart`] does: the server of the same name gets a new
+/// generation with `config`. An invalid `config` is refused before anything starts.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<(), Error>")]
+pub struct ReplaceServer {
+    /// The new configuration; its name is the server's.
+    pub config: ServerConfig,
+    /// How long the old generation's calls may take to finish.
+    pub drain_timeout: Duration,
+}
+
+impl ReplaceServer {
+    /// A replacement by `config`, draining for [`DEFAULT_DRAIN_TIMEOUT`].
+    pub fn new(config: ServerConfig) -> Self {
+        ReplaceServer {
+            config,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+
+    /// How long the old generation's calls may take to finish.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+}
+
 pub use crate::session::events::ServerEvent;
 
 impl Message for ServerEvent {

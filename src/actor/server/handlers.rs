@@ -12,7 +12,9 @@ use std::rc::Rc;
 use actix::prelude::*;
 use serde_json::Value;
 
-use super::{InjectPanic, ServerActor};
+use tokio::sync::oneshot;
+
+use super::{AwaitReady, Drain, InjectPanic, ServerActor};
 use crate::actor::messages::*;
 use crate::actor::reply::{self, CallResponse, Slot};
 use crate::actor::routing::Routed;
@@ -171,34 +173,43 @@ impl Handler<Shutdown> for ServerActor {
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
         let mut stopped = self.stopped.subscribe();
-        if *self.session.state() != ServerState::Stopped {
-            // The first Shutdown stops the server; later ones wait for the same end.
-            if let Some(gone) = &mut self._gone {
-                gone.deliberate = true;
-            }
-            // Calls in flight get their answer now rather than at their deadline.
-            self.session.stop(self.clock.now());
-            self.drive(ctx);
-            let closing = std::mem::take(&mut self.closing);
-            let reaping = self.reaping.clone();
-            ctx.spawn(
-                async move {
-                    for closed in closing {
-                        let _ = closed.await;
-                    }
-                    // Also the processes of failed attempts and broken connections, which are
-                    // killed in the background.
-                    reaping.idle().await;
-                }
-                .into_actor(self)
-                .map(|_, act, ctx| {
-                    act.stopped.send_replace(true);
-                    ctx.stop();
-                }),
-            );
-        }
+        // The first Shutdown stops the server; later ones wait for the same end.
+        self.stop_server(ctx);
         // Not tied to the actor's context, so that it answers after the actor has stopped;
         // should the actor die first, the sender's drop ends the wait too.
+        Box::pin(async move {
+            let _ = stopped.wait_for(|done| *done).await;
+        })
+    }
+}
+
+impl Handler<AwaitReady> for ServerActor {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, _: AwaitReady, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.ready_waiters.push(tx);
+        self.drive(ctx);
+        let server = self.session.name().to_string();
+        Box::pin(async move {
+            // The actor died before it was Ready or had failed.
+            rx.await.unwrap_or(Err(Error::Stopped { server }))
+        })
+    }
+}
+
+impl Handler<Drain> for ServerActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, Drain { timeout }: Drain, ctx: &mut Context<Self>) -> Self::Result {
+        let mut stopped = self.stopped.subscribe();
+        if *self.session.state() != ServerState::Stopped && !self.draining {
+            self.draining = true;
+            // Calls still pending when the drain time is up are answered as any whose server
+            // was stopped: `outcome_unknown` if sent and not safe by nature.
+            ctx.run_later(timeout, |act, ctx| act.stop_server(ctx));
+            self.drive(ctx);
+        }
         Box::pin(async move {
             let _ = stopped.wait_for(|done| *done).await;
         })

@@ -75,6 +75,11 @@ impl EventPrinter {
                 Some(params) => server_text(&format!("notification {method} {params}")),
                 None => server_text(&format!("notification {method}")),
             },
+            ServerEvent::Replacing { .. } => "replacing: a new generation is starting".into(),
+            ServerEvent::Replaced { .. } => "replaced: the new generation takes the calls".into(),
+            ServerEvent::ReplaceFailed { error, .. } => {
+                format!("replacement failed, the old generation serves on: {error}")
+            }
             // Events added in later versions.
             other => format!("{other:?}"),
         }

@@ -118,6 +118,12 @@ pub(crate) fn event(unix_ms: u64, event: &ServerEvent) -> String {
             "notification",
             json!({ "method": method, "params": params }),
         ),
+        ServerEvent::Replacing { .. } => ("replacing", json!({})),
+        ServerEvent::Replaced { .. } => ("replaced", json!({})),
+        ServerEvent::ReplaceFailed { error, .. } => (
+            "replace_failed",
+            json!({ "error": { "kind": error.code(), "message": error.to_string() } }),
+        ),
         // Events added in later versions.
         other => ("other", json!({ "debug": format!("{other:?}") })),
     };

@@ -1,0 +1,165 @@
+//! Changing a server without a failed call: `Restart` and `ReplaceServer` start a new
+//! generation beside the one serving calls, route new calls to it once it is Ready, and drain
+//! the old one.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::common::*;
+use crate::in_both_eras;
+use mcp_supervisor::*;
+use serde_json::json;
+
+fn replacement_steps(events: &Events, server: &str) -> Vec<&'static str> {
+    events
+        .all()
+        .into_iter()
+        .filter(|e| e.server() == server)
+        .filter_map(|e| match e {
+            ServerEvent::Replacing { .. } => Some("replacing"),
+            ServerEvent::Replaced { .. } => Some("replaced"),
+            ServerEvent::ReplaceFailed { .. } => Some("replace_failed"),
+            _ => None,
+        })
+        .collect()
+}
+
+/// 16 callers call without pause while the server is restarted 10 times: no call fails, none
+/// is `outcome_unknown`, each restart brings a new process, and none is left at the end.
+async fn ten_restarts_under_load_fail_no_call() {
+    let dir = tempdir();
+    restarts_under_load(demo("demo", dir.path())).await;
+}
+
+/// The same over Streamable HTTP: each generation a connection (and, in the session era, a
+/// session) of its own.
+async fn ten_restarts_under_load_fail_no_call_over_http() {
+    let web = http_server().await;
+    restarts_under_load(ServerConfig::http("demo", web.url())).await;
+}
+
+async fn restarts_under_load(config: ServerConfig) {
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("demo", 1).await;
+    let running = Rc::new(RefCell::new(true));
+    let failures = Rc::new(RefCell::new(Vec::new()));
+    let answered = Rc::new(RefCell::new(0u64));
+    let callers: Vec<_> = (0..16)
+        .map(|caller| {
+            let (sup, running) = (sup.clone(), running.clone());
+            let (failures, answered) = (failures.clone(), answered.clone());
+            actix::spawn(async move {
+                let mut n = 0u64;
+                while *running.borrow() {
+                    n += 1;
+                    let text = format!("{caller}/{n}");
+                    let call = CallTool::new("demo", "echo", json!({ "text": text }))
+                        .timeout(Duration::from_secs(10));
+                    match sup.send(call).await {
+                        Ok(Ok(result)) if text_of(&result) == text => {
+                            *answered.borrow_mut() += 1;
+                        }
+                        other => failures.borrow_mut().push(format!("{text}: {other:?}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut pids: Vec<u32> = status(&sup, "demo").await.pid.into_iter().collect();
+    for _ in 0..10 {
+        let before = *answered.borrow();
+        sup.send(Restart::new("demo"))
+            .await
+            .unwrap()
+            .expect("replaced");
+        pids.extend(status(&sup, "demo").await.pid);
+        // The callers went on through the replacement.
+        until("calls answered after the replacement", || {
+            *answered.borrow() > before + 16
+        })
+        .await;
+    }
+    *running.borrow_mut() = false;
+    for caller in callers {
+        caller.await.expect("a caller");
+    }
+    assert!(failures.borrow().is_empty(), "{:#?}", failures.borrow());
+    let mut distinct = pids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        pids.is_empty() || distinct.len() == 11,
+        "a new process per restart: {pids:?}"
+    );
+    assert_eq!(
+        replacement_steps(&events, "demo"),
+        ["replacing", "replaced"].repeat(10)
+    );
+    sup.send(Shutdown).await.unwrap();
+    for pid in pids {
+        assert!(
+            gone_within(pid, Duration::from_secs(5)).await,
+            "process {pid} outlived the shutdown"
+        );
+    }
+}
+
+/// A new generation that cannot start is stopped, the failure said; the old one serves on.
+async fn a_replacement_that_cannot_start_leaves_the_old_one_serving() {
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
+    events.ready("demo", 1).await;
+    let pid = status(&sup, "demo").await.pid;
+    let broken = ServerConfig::stdio("demo", "/nonexistent/mcp-server");
+    let failed = sup
+        .send(ReplaceServer::new(broken))
+        .await
+        .unwrap()
+        .expect_err("the new generation cannot start");
+    assert_eq!(failed.kind(), ErrorKind::InvalidConnection, "{failed}");
+    assert_eq!(
+        replacement_steps(&events, "demo"),
+        ["replacing", "replace_failed"]
+    );
+    let echo = CallTool::new("demo", "echo", json!({"text": "still here"}));
+    let result = sup
+        .send(echo)
+        .await
+        .unwrap()
+        .expect("the old generation answers");
+    assert_eq!(text_of(&result), "still here");
+    assert_eq!(status(&sup, "demo").await.pid, pid, "the same process");
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// A call longer than the drain time is answered as a call whose server was stopped: it may
+/// have run, so `outcome_unknown`, never re-run on the new generation.
+async fn a_call_longer_than_the_drain_is_outcome_unknown() {
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
+    events.ready("demo", 1).await;
+    let slow = CallTool::new("demo", "slow", json!({"seconds": 5, "steps": 1}))
+        .timeout(Duration::from_secs(10));
+    let slow = actix::spawn(sup.send(slow));
+    let restart = Restart::new("demo").drain_timeout(Duration::from_millis(200));
+    sup.send(restart).await.unwrap().expect("replaced");
+    let answer = slow.await.expect("the caller").expect("delivered");
+    let error = answer.expect_err("cut by the drain");
+    assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
+    let echo = CallTool::new("demo", "echo", json!({"text": "new"}));
+    let result = sup
+        .send(echo)
+        .await
+        .unwrap()
+        .expect("the new generation answers");
+    assert_eq!(text_of(&result), "new");
+    sup.send(Shutdown).await.unwrap();
+}
+
+in_both_eras!(
+    ten_restarts_under_load_fail_no_call,
+    ten_restarts_under_load_fail_no_call_over_http,
+    a_replacement_that_cannot_start_leaves_the_old_one_serving,
+    a_call_longer_than_the_drain_is_outcome_unknown,
+);
