@@ -350,7 +350,10 @@ impl Skill {
 
     /// Checks the entry before anything of the skill is read: it has a manifest (not
     /// `"dynamic"`) that lists its `SKILL.md` and each file once, within [`MAX_FILES`] and
-    /// [`MAX_TOTAL_SIZE`], and its URI ends in `/<name>/SKILL.md`.
+    /// [`MAX_TOTAL_SIZE`]; its name follows the Agent Skills naming rules ([`check_name`]) and
+    /// its URI ends in `/<name>/SKILL.md`; every file listed is the `SKILL.md` or within the
+    /// skill's directory (its URI begins with the `SKILL.md`'s URI less `SKILL.md`, with no
+    /// `.` or `..` segment).
     pub fn check(&self) -> Result<(), SkillError> {
         let invalid = |reason: String| SkillError::InvalidEntry {
             skill: self.uri.clone(),
@@ -369,10 +372,16 @@ impl Skill {
                 bytes,
             });
         }
+        if let Err(why) = check_name(self.name()) {
+            return Err(invalid(format!("its name {:?} {why}", self.name())));
+        }
         let root = self
             .uri
             .strip_suffix("/SKILL.md")
             .ok_or_else(|| invalid("its URI does not end in /SKILL.md".into()))?;
+        if has_dot_segment(root) {
+            return Err(invalid("its URI has a `.` or `..` segment".into()));
+        }
         let last = root.rsplit('/').next().unwrap_or_default();
         if last != self.name() {
             return Err(invalid(format!(
@@ -382,6 +391,22 @@ impl Skill {
         }
         if self.file(&self.uri).is_none() {
             return Err(invalid("its manifest does not list its SKILL.md".into()));
+        }
+        // Each file is the SKILL.md or within the skill's directory (`<root>/...`), and no
+        // `..` leads out of it.
+        for file in files {
+            let within = file.uri == self.uri
+                || file
+                    .uri
+                    .strip_prefix(root)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|path| !path.is_empty() && !has_dot_segment(path));
+            if !within {
+                return Err(invalid(format!(
+                    "its manifest lists {:?}, which is not within the skill's directory",
+                    file.uri
+                )));
+            }
         }
         let mut uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
         uris.sort_unstable();
@@ -449,6 +474,46 @@ impl Skill {
             body_start,
         })
     }
+}
+
+/// Whether `name` is a skill name by the Agent Skills naming rules, which the extension requires
+/// of the last segment of a skill's path: 1 to 64 characters, lowercase ASCII letters, digits
+/// and hyphens, neither beginning nor ending with a hyphen, and no two hyphens in a row. The
+/// error says which rule it breaks.
+///
+/// ```
+/// use mcp_supervisor::skills::check_name;
+///
+/// assert!(check_name("pdf-processing").is_ok());
+/// assert!(check_name("").is_err());
+/// assert!(check_name("PDF").is_err());
+/// assert!(check_name("a--b").is_err());
+/// ```
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("is not 1 to 64 characters long");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err("has characters other than a-z, 0-9 and `-`");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Err("begins or ends with `-`");
+    }
+    if name.contains("--") {
+        return Err("has two hyphens in a row");
+    }
+    Ok(())
+}
+
+/// Whether a `/`-separated path has a `.` or `..` segment, percent-encoded or not.
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
 }
 
 /// The raw bytes of `uri` in a `resources/read` answer: its text, or its blob decoded. A blob
@@ -616,6 +681,42 @@ mod tests {
             skill.check(),
             Err(SkillError::InvalidEntry { .. })
         ));
+
+        // A file outside the skill's directory, or reached through `..`, is refused.
+        for outside in [
+            "skill://pdf-processing-evil/x.md",
+            "skill://other/SKILL.md",
+            "skill://pdf-processing/../other/SKILL.md",
+            "skill://pdf-processing/a/%2E%2E/%2e%2e/x.md",
+            "skill://pdf-processing/",
+        ] {
+            let mut skill = entry(SKILL_MD);
+            if let SkillResources::Files(files) = &mut skill.resources {
+                files[1].uri = outside.into();
+            }
+            let e = skill.check().unwrap_err();
+            assert!(e.to_string().contains("not within"), "{outside}: {e}");
+        }
+
+        // The name must follow the Agent Skills naming rules: an empty one does not pass.
+        for (uri, name) in [
+            ("skill:///SKILL.md", ""),
+            ("skill://PDF/SKILL.md", "PDF"),
+            ("skill://-pdf/SKILL.md", "-pdf"),
+            ("skill://a--b/SKILL.md", "a--b"),
+        ] {
+            let mut skill = entry(SKILL_MD);
+            skill.uri = uri.into();
+            skill.frontmatter["name"] = json!(name);
+            if let SkillResources::Files(files) = &mut skill.resources {
+                files[0].uri = uri.into();
+                files.truncate(1);
+            }
+            let e = skill.check().unwrap_err();
+            assert!(e.to_string().contains("its name"), "{uri}: {e}");
+        }
+        assert!(check_name(&"a".repeat(64)).is_ok());
+        assert!(check_name(&"a".repeat(65)).is_err());
 
         let mut skill = entry(SKILL_MD);
         if let SkillResources::Files(files) = &mut skill.resources {
