@@ -170,6 +170,9 @@ async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::err
         let mut list = ListSkills::new(SERVER);
         list.cursor = cursor.take();
         let page = s.sup.send(list).await??;
+        for refused in &page.invalid {
+            println!("set aside: {refused}");
+        }
         all.extend(page.skills);
         match page.next_cursor {
             Some(next) => cursor = Some(next),

@@ -143,14 +143,58 @@ pub struct SkillFile {
 }
 
 /// The result of `skills/list`: one page of entries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The entries are read one by one: a valid one is in [`skills`](Self::skills), and one of the
+/// wrong shape (no `resources`, a malformed digest, `resources` neither a list nor
+/// `"dynamic"`, ...) is in [`invalid`](Self::invalid) as a [`SkillError::InvalidEntry`] that
+/// says what is wrong with it, so that one bad entry costs only itself, not the page. Only a
+/// page whose `skills` is not a list (or whose `nextCursor` is not a string) is refused whole.
+/// `invalid` is not serialized.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListSkillsResult {
-    /// The entries of this page.
+    /// The valid entries of this page, in the server's order.
     pub skills: Vec<Skill>,
+    /// Why each invalid entry of this page was set aside, in the server's order; its `skill`
+    /// is the entry's `uri`, or its position (`#3`) when it has none.
+    #[serde(skip)]
+    pub invalid: Vec<SkillError>,
     /// The cursor of the next page, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ListSkillsResult {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire {
+            skills: Vec<Value>,
+            #[serde(default)]
+            next_cursor: Option<String>,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        let mut skills = Vec::with_capacity(wire.skills.len());
+        let mut invalid = Vec::new();
+        for (i, entry) in wire.skills.into_iter().enumerate() {
+            let skill = match entry.get("uri").and_then(Value::as_str) {
+                Some(uri) => uri.to_owned(),
+                None => format!("#{i}"),
+            };
+            match Skill::deserialize(entry) {
+                Ok(entry) => skills.push(entry),
+                Err(e) => invalid.push(SkillError::InvalidEntry {
+                    skill,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok(ListSkillsResult {
+            skills,
+            invalid,
+            next_cursor: wire.next_cursor,
+        })
+    }
 }
 
 /// The result of `skills/get`.
@@ -563,20 +607,29 @@ impl Serialize for SkillResources {
 }
 
 impl<'de> Deserialize<'de> for SkillResources {
-    /// An array of files, or the string `"dynamic"`; anything else is an invalid entry.
+    /// An array of files, or the string `"dynamic"`; anything else is an invalid entry. The
+    /// value is matched by hand (not by an untagged enum, which would replace every error with
+    /// one that says nothing), so the error says what is wrong, and with which file.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Wire {
-            Files(Vec<SkillFile>),
-            Word(String),
-        }
-        match Wire::deserialize(deserializer)? {
-            Wire::Files(files) => Ok(SkillResources::Files(files)),
-            Wire::Word(word) if word == "dynamic" => Ok(SkillResources::Dynamic),
-            Wire::Word(word) => Err(serde::de::Error::custom(format_args!(
+        use serde::de::Error as _;
+        match Value::deserialize(deserializer)? {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    SkillFile::deserialize(item)
+                        .map_err(|e| D::Error::custom(format_args!("`resources[{i}]`: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(SkillResources::Files),
+            Value::String(word) if word == "dynamic" => Ok(SkillResources::Dynamic),
+            Value::String(word) => Err(D::Error::custom(format_args!(
                 "`resources` is {:?}, neither a list of files nor \"dynamic\"",
                 server_text(&word)
+            ))),
+            other => Err(D::Error::custom(format_args!(
+                "`resources` is {}, neither a list of files nor \"dynamic\"",
+                frontmatter::kind(&other)
             ))),
         }
     }
@@ -744,20 +797,64 @@ mod tests {
         assert_eq!(listed.skills[0].resources, SkillResources::Dynamic);
         assert_eq!(listed.skills[0].frontmatter["license"], "MIT");
         assert_eq!(listed.next_cursor.as_deref(), Some("2"));
-        for bad in [
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": "static"}),
-            json!({"uri": "u", "frontmatter": {"name": "d"}, "resources": "dynamic"}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
-                   "resources": [{"uri": "u", "digest": "sha256:ABC", "size": 1}]}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
-                   "resources": [{"uri": "u", "digest": sha256_digest(b""), "size": -1}]}),
-        ] {
-            assert!(
-                serde_json::from_value::<Skill>(bad.clone()).is_err(),
-                "{bad}"
-            );
+        assert!(listed.invalid.is_empty());
+        let bad = [
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}}),
+                "missing field `resources`",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": "static"}),
+                "`resources` is \"static\", neither a list of files nor \"dynamic\"",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": 3}),
+                "`resources` is a number, neither",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d"}, "resources": "dynamic"}),
+                "the frontmatter has no string `description`",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
+                       "resources": [{"uri": "u", "digest": "sha256:ABC", "size": 1}]}),
+                "`resources[0]`: the digest \"sha256:ABC\" is not `sha256:` and 64 lowercase",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
+                       "resources": [{"uri": "u", "digest": sha256_digest(b""), "size": -1}]}),
+                "`resources[0]`: invalid value: integer `-1`",
+            ),
+        ];
+        for (entry, why) in &bad {
+            let e = serde_json::from_value::<Skill>(entry.clone()).unwrap_err();
+            assert!(e.to_string().contains(why), "{entry}: {e}");
         }
+
+        // On a page, each bad entry is set aside with its reason; the good ones are kept.
+        let good = json!({"uri": "skill://d/SKILL.md", "frontmatter": {"name": "d", "description": "x"}, "resources": "dynamic"});
+        let mut entries = vec![good.clone()];
+        entries.extend(bad.iter().map(|(entry, _)| entry.clone()));
+        entries.push(json!("not an object"));
+        entries.push(good);
+        let page: ListSkillsResult = serde_json::from_value(json!({"skills": entries})).unwrap();
+        assert_eq!(page.skills.len(), 2);
+        assert_eq!(page.invalid.len(), bad.len() + 1);
+        for (e, (_, why)) in page.invalid.iter().zip(&bad) {
+            assert!(
+                matches!(e, SkillError::InvalidEntry { skill, .. } if skill == "u"),
+                "{e}"
+            );
+            // Shown escaped, as server text is: the quotes of the reason come out as `\"`.
+            let SkillError::InvalidEntry { reason, .. } = e else {
+                unreachable!()
+            };
+            assert!(reason.contains(why), "{e}");
+        }
+        assert!(
+            matches!(page.invalid.last(), Some(SkillError::InvalidEntry { skill, .. }) if skill == "#7")
+        );
+        assert!(serde_json::from_value::<ListSkillsResult>(json!({"skills": {}})).is_err());
     }
 
     #[test]
