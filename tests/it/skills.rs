@@ -41,6 +41,19 @@ async fn skills_are_listed_got_loaded_and_their_files_read() {
         .unwrap()
         .unwrap_err();
     assert_eq!(unknown.kind(), ErrorKind::Rpc);
+    // An answer with the entry of another skill than the one asked for is refused.
+    let substituted = sup
+        .send(GetSkill::new("demo", "skill://substituted/SKILL.md"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(substituted.kind(), ErrorKind::InvalidResponse);
+    assert!(
+        substituted
+            .to_string()
+            .contains("the server answered with the entry of skill://demo-skill/SKILL.md"),
+        "{substituted}"
+    );
 
     let loaded = sup
         .send(LoadSkill::new("demo", demo.clone()))

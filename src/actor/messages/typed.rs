@@ -274,7 +274,8 @@ impl ListSkills {
 
 typed_call! {
     /// `skills/get`: the entry of one skill, named by the URI of its `SKILL.md` (SEP-2640), as
-    /// fresh as the server has it.
+    /// fresh as the server has it. An answer whose skill's `uri` is not the one asked for is an
+    /// [`invalid_response`](crate::ErrorKind::InvalidResponse).
     ///
     /// ```
     /// let get = mcp_supervisor::GetSkill::new("docs", "skill://pdf-processing/SKILL.md");

@@ -10,6 +10,8 @@
 //! - `frontmatter-mismatch`: the manifest matches the file served, whose frontmatter is not the
 //!   entry's (another description).
 //! - `oversized`: the manifest lists a 17 MiB asset, over the extension's 16 MiB per skill.
+//! - `skill://substituted/SKILL.md` (not listed): `skills/get` of it answers with the entry of
+//!   `demo-skill`, another skill than the one asked for.
 //!
 //! Digests are computed here with `sha2`, not with the client's code.
 
@@ -24,6 +26,8 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/skills";
 const DEMO_MD: &str = "---\nname: demo-skill\ndescription: Shows how the demo tools fit together\n\
 license: MIT\nmetadata:\n  version: \"1.2\"\n  audience: [tests, docs]\n---\n\n# Demo\n\n\
 Call `echo`, then `add`. See references/NOTES.md.\n";
+/// The URI whose `skills/get` answers with another skill's entry.
+const SUBSTITUTED: &str = "skill://substituted/SKILL.md";
 const NOTES_MD: &str = "Notes: `add` takes two numbers.\n";
 
 /// `name: <name>` and `description: <description>` as a `SKILL.md` with a one-line body.
@@ -143,6 +147,13 @@ pub(crate) fn list() -> Reply {
 /// `skills/get {uri}`: the entry of the skill whose `SKILL.md` is `uri`; -32602 otherwise.
 pub(crate) fn get(params: &super::jsonrpc::Args) -> Reply {
     let wanted = required_str(params, "uri")?;
+    if wanted == SUBSTITUTED {
+        // Another skill's entry than the one asked for.
+        return skills()
+            .first()
+            .map(|s| json!({ "skill": s.entry() }))
+            .ok_or_else(|| RpcError::invalid_params("no skills"));
+    }
     skills()
         .iter()
         .find(|s| uri(s.name, "SKILL.md") == wanted)
