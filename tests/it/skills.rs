@@ -89,6 +89,29 @@ async fn skills_are_listed_got_loaded_and_their_files_read() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// SEP-2640: `skills/list` and `skills/get` results carry `resultType: "complete"`, `ttlMs`
+/// and `cacheScope`, in either era.
+async fn skills_results_carry_the_members_the_extension_requires() {
+    let (sup, _skills, _dir) = listed().await;
+    for (method, params) in [
+        ("skills/list", None),
+        (
+            "skills/get",
+            Some(serde_json::json!({"uri": "skill://demo-skill/SKILL.md"})),
+        ),
+    ] {
+        let result = sup
+            .send(Call::new("demo", method, params))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(result["resultType"], "complete", "{method}: {result}");
+        assert!(result["ttlMs"].is_u64(), "{method}: {result}");
+        assert!(result["cacheScope"].is_string(), "{method}: {result}");
+    }
+    sup.send(Shutdown).await.unwrap();
+}
+
 async fn a_skill_md_that_fails_verification_is_refused() {
     let (sup, skills, _dir) = listed().await;
     for (name, why) in [
@@ -137,6 +160,7 @@ async fn an_oversized_skill_is_refused_before_anything_is_read() {
 
 in_both_eras!(
     skills_are_listed_got_loaded_and_their_files_read,
+    skills_results_carry_the_members_the_extension_requires,
     a_skill_md_that_fails_verification_is_refused,
     an_oversized_skill_is_refused_before_anything_is_read,
 );

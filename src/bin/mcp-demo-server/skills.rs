@@ -138,26 +138,38 @@ impl Skill {
     }
 }
 
-/// `skills/list`: every skill, on one page.
+/// `skills/list`: every skill, on one page, with the members the extension requires of its
+/// results in either era (`resultType`, and `ttlMs` and `cacheScope` as results that may be
+/// cached: never fresh for long here, and private).
 pub(crate) fn list() -> Reply {
     let entries: Vec<Value> = skills().iter().map(Skill::entry).collect();
-    Ok(json!({ "skills": entries }))
+    Ok(result(json!({ "skills": entries })))
 }
 
-/// `skills/get {uri}`: the entry of the skill whose `SKILL.md` is `uri`; -32602 otherwise.
+/// `result` with the members the extension requires of `skills/list` and `skills/get` results.
+fn result(mut result: Value) -> Value {
+    if let Value::Object(fields) = &mut result {
+        fields.insert("resultType".into(), json!("complete"));
+        fields.insert("ttlMs".into(), json!(0));
+        fields.insert("cacheScope".into(), json!("private"));
+    }
+    result
+}
+
+/// `skills/get {uri}` (with the members [`list`]'s result has): the entry of the skill whose `SKILL.md` is `uri`; -32602 otherwise.
 pub(crate) fn get(params: &super::jsonrpc::Args) -> Reply {
     let wanted = required_str(params, "uri")?;
     if wanted == SUBSTITUTED {
         // Another skill's entry than the one asked for.
         return skills()
             .first()
-            .map(|s| json!({ "skill": s.entry() }))
+            .map(|s| result(json!({ "skill": s.entry() })))
             .ok_or_else(|| RpcError::invalid_params("no skills"));
     }
     skills()
         .iter()
         .find(|s| uri(s.name, "SKILL.md") == wanted)
-        .map(|s| json!({ "skill": s.entry() }))
+        .map(|s| result(json!({ "skill": s.entry() })))
         .ok_or_else(|| RpcError::invalid_params(format!("No skill is served at {wanted}")))
 }
 
