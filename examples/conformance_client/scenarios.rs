@@ -6,6 +6,7 @@
 //! `x-mcp-header` annotations are invalid), so "list, then call" works from that cached list.
 
 use actix::Addr;
+use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::skills::{self, SkillResources};
 use mcp_supervisor::{
     CallTool, ErrorKind, GetPrompt, GetStatus, ListPrompts, ListResources, ListSkills, ListTools,
@@ -153,8 +154,9 @@ async fn authorized_calls(s: &Session) -> Outcome {
     Ok(())
 }
 
-/// SEP-2640: every page of the server's skills (at most 100 pages), after checking that the
-/// server declares the extension.
+/// SEP-2640: every page of the server's skills (at most 100 pages, and no further once a
+/// cursor comes back that was already followed), after checking that the server declares the
+/// extension.
 async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::error::Error>> {
     let status = s.sup.send(GetStatus::server(SERVER)).await??;
     let declared = status
@@ -166,18 +168,30 @@ async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::err
     }
     let mut all = Vec::new();
     let mut cursor = None;
+    let mut followed = std::collections::HashSet::new();
     for _ in 0..100 {
         let mut list = ListSkills::new(SERVER);
         list.cursor = cursor.take();
         let page = s.sup.send(list).await??;
+        for refused in &page.invalid {
+            println!("set aside: {refused}");
+        }
         all.extend(page.skills);
         match page.next_cursor {
-            Some(next) => cursor = Some(next),
+            Some(next) if followed.insert(next.clone()) => cursor = Some(next),
+            Some(next) => {
+                println!("the cursor {} came back: paging stops", server_text(&next));
+                break;
+            }
             None => break,
         }
     }
     for skill in &all {
-        println!("skill {}: {}", skill.uri, skill.description());
+        println!(
+            "skill {}: {}",
+            server_text(&skill.uri),
+            server_text(skill.description())
+        );
     }
     Ok(all)
 }
@@ -196,7 +210,7 @@ async fn load_skills(s: &Session) -> Outcome {
         };
         println!(
             "loaded {}: {} bytes of instructions",
-            loaded.skill.uri,
+            server_text(&loaded.skill.uri),
             loaded.body().len()
         );
         let SkillResources::Files(files) = &loaded.skill.resources else {
@@ -205,7 +219,11 @@ async fn load_skills(s: &Session) -> Outcome {
         for file in files.iter().filter(|f| f.uri != loaded.skill.uri) {
             let read = ReadSkillFile::new(SERVER, loaded.skill.clone(), file.uri.clone());
             let content = s.sup.send(read).await??;
-            println!("read {}: {} bytes", content.uri, content.bytes.len());
+            println!(
+                "read {}: {} bytes",
+                server_text(&content.uri),
+                content.bytes.len()
+            );
         }
     }
     Ok(())

@@ -15,8 +15,11 @@ use crate::actor::routing::Forward;
 use crate::actor::server::{ActorGone, AwaitReady, Drain, GoneNotice, InjectPanic, ServerActor};
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
+use crate::protocol::text::server_text;
 use crate::session::status::ServerStatus;
-use crate::skills::{content_bytes, LoadedSkill, Skill, SkillError, SkillFileContent};
+use crate::skills::{
+    content_bytes, GetSkillResult, LoadedSkill, Skill, SkillError, SkillFileContent,
+};
 
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).
@@ -441,9 +444,34 @@ typed_routes!(
     ListPrompts,
     GetPrompt,
     ListSkills,
-    GetSkill,
     Ping
 );
+
+impl Handler<GetSkill> for Supervisor {
+    type Result = ResponseFuture<Result<GetSkillResult, Error>>;
+
+    /// Forwards the call, and refuses an answer that is the entry of another skill than the
+    /// one asked for: its digests would be taken for the asked skill's.
+    fn handle(&mut self, msg: GetSkill, _: &mut Context<Self>) -> Self::Result {
+        let (server, uri) = (msg.server.clone(), msg.uri.clone());
+        let answer = self.forward(&server, msg);
+        Box::pin(async move {
+            let result = answer.await??;
+            if result.skill.uri != uri {
+                return Err(Error::invalid_response(
+                    &server,
+                    GetSkill::METHOD,
+                    format!(
+                        "asked for the skill {}, the server answered with the entry of {}",
+                        server_text(&uri),
+                        server_text(&result.skill.uri)
+                    ),
+                ));
+            }
+            Ok(result)
+        })
+    }
+}
 
 impl Handler<LoadSkill> for Supervisor {
     type Result = ResponseFuture<Result<LoadedSkill, Error>>;

@@ -2,11 +2,13 @@
 //! compared field by field with the frontmatter of the skill's entry (SEP-2640, "Frontmatter
 //! Verification").
 //!
-//! The frontmatter is the block between a first line `---` and the next line `---`. It is
-//! parsed by a full YAML 1.2 parser (`saphyr-parser`'s events) and turned into JSON by the
-//! core schema: plain `null`/`~`/empty, `true`/`false`, integers (decimal, `0o`, `0x`) and
-//! floats (`.inf`, `.nan` included) are typed, every other scalar is a string, and the core
-//! tags (`!!str`, `!!int`, ...) are honoured. The conversion is bounded: it refuses anchors'
+//! The frontmatter is the block between a first line `---` and the next line `---` (each may
+//! have trailing spaces or tabs). It is parsed by a full YAML 1.2 parser (`saphyr-parser`'s
+//! events) and turned into JSON by the core schema: plain `null`/`~`/empty, `true`/`false`,
+//! integers (decimal, `0o`, `0x`) and floats are typed, every other scalar is a string, and
+//! the core tags (`!!str`, `!!int`, ...) are honoured. A float JSON cannot hold (`.inf`,
+//! `.nan`, or one too large for a double) is refused: kept as its text, it would equal an
+//! entry's string of the same text. The conversion is bounded: it refuses anchors'
 //! aliases (one alias can stand for exponentially many nodes, and a skill's frontmatter has no
 //! use for them), tags of its own, keys that are not scalars, duplicate keys, nesting deeper
 //! than [`MAX_DEPTH`] and more than [`MAX_NODES`] nodes. Pure: no IO.
@@ -31,7 +33,7 @@ pub struct Split<'a> {
 
 /// Splits `text` into its frontmatter, parsed, and its body; the error says what is wrong.
 pub fn split(text: &str) -> Result<Split<'_>, String> {
-    let (yaml, body) = block(text).ok_or("it does not begin with a `---` frontmatter block")?;
+    let (yaml, body) = block(text)?;
     let value = parse(yaml)?;
     match value {
         Value::Object(frontmatter) => Ok(Split { frontmatter, body }),
@@ -42,26 +44,30 @@ pub fn split(text: &str) -> Result<Split<'_>, String> {
     }
 }
 
-/// The YAML between the opening and the closing `---` lines, and what follows the latter.
-fn block(text: &str) -> Option<(&str, &str)> {
+/// The YAML between the opening and the closing `---` lines, and what follows the latter; the
+/// error says which fence is missing.
+fn block(text: &str) -> Result<(&str, &str), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = strip_fence(text)?;
+    let rest = strip_fence(text).ok_or("it does not begin with a `---` line")?;
     let mut offset = 0;
     for line in rest.split_inclusive('\n') {
-        if let Some(after) = strip_fence(line).or_else(|| (line == "---").then_some("")) {
+        if let Some(after) = strip_fence(line) {
             let yaml = &rest[..offset];
             let body = &rest[offset + line.len() - after.len()..];
-            return Some((yaml, body));
+            return Ok((yaml, body));
         }
         offset += line.len();
     }
-    None
+    Err("its frontmatter has no closing `---` line".into())
 }
 
-/// `line` without its leading `---` and line end, if it is a fence line (`---` alone, before a
-/// `\n` or `\r\n`).
+/// What follows a fence line at the start of `text` (`---`, then spaces or tabs, then a `\n`,
+/// a `\r\n` or the end of the text), if `text` begins with one.
 fn strip_fence(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("---")?;
+    let rest = text.strip_prefix("---")?.trim_start_matches([' ', '\t']);
+    if rest.is_empty() {
+        return Some(rest);
+    }
     rest.strip_prefix('\n')
         .or_else(|| rest.strip_prefix("\r\n"))
 }
@@ -214,6 +220,16 @@ fn collection_tag(tag: Option<&Tag>, expected: &str) -> Result<(), String> {
 
 /// A scalar in value position, resolved by the core schema (or its tag).
 fn scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+    // A plain scalar, or one tagged `!!float`, is read as a number if it can be.
+    let numeric = match tag {
+        None => matches!(style, ScalarStyle::Plain),
+        Some(t) => core(t) == Some("float"),
+    };
+    if numeric && non_finite(text) {
+        return Err(format!(
+            "{text:?} is a float JSON cannot hold (an infinity, a NaN, or too large)"
+        ));
+    }
     let Some(tag) = tag else {
         return Ok(match style {
             ScalarStyle::Plain => plain(text),
@@ -281,16 +297,26 @@ fn digits(text: &str, radix: u32) -> Option<u64> {
     u64::from_str_radix(text, radix).ok()
 }
 
-fn float(text: &str) -> Option<Value> {
+/// Whether `text` is a float by the core schema that JSON cannot hold: an infinity, a NaN, or
+/// one too large for a double.
+fn non_finite(text: &str) -> bool {
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if matches!(
+    matches!(
         unsigned,
         ".inf" | ".Inf" | ".INF" | ".nan" | ".NaN" | ".NAN"
-    ) {
-        // JSON has no infinity or NaN: such a value cannot equal any entry's, and is kept as
-        // the text it was so that the comparison says where they differ.
-        return Some(Value::String(text.to_owned()));
+    ) || (float_syntax(text) && text.parse::<f64>().is_ok_and(|f| !f.is_finite()))
+}
+
+fn float(text: &str) -> Option<Value> {
+    if !float_syntax(text) {
+        return None;
     }
+    text.parse::<f64>().ok().and_then(float_value)
+}
+
+/// Whether `text` is written as the core schema's (finite) floats are.
+fn float_syntax(text: &str) -> bool {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
     // `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
@@ -309,10 +335,7 @@ fn float(text: &str) -> Option<Value> {
         let e = e.strip_prefix(['-', '+']).unwrap_or(e);
         !e.is_empty() && all_digits(e)
     });
-    if !mantissa_ok || !exponent_ok {
-        return None;
-    }
-    text.parse::<f64>().ok().and_then(float_value)
+    mantissa_ok && exponent_ok
 }
 
 fn float_value(f: f64) -> Option<Value> {
@@ -393,6 +416,14 @@ mod tests {
             })
         );
         assert_eq!(split.body, "\n# Body\n");
+        // Fences may have trailing spaces or tabs, and the closing one may end the text; a
+        // quoted or `!!str` infinity is a string.
+        let split = super::split("--- \t\nname: x\nn: '.inf'\nm: !!str .nan\n---  ").unwrap();
+        assert_eq!(
+            Value::Object(split.frontmatter),
+            json!({"name": "x", "n": ".inf", "m": ".nan"})
+        );
+        assert_eq!(split.body, "");
         // Quoted scalars stay strings; tags are honoured; CRLF fences and a BOM are read.
         assert_eq!(
             fm("\u{feff}---\r\nname: '1'\r\nversion: !!str 2\r\nn: !!float 3\r\n---\r\nbody")
@@ -405,7 +436,13 @@ mod tests {
     fn what_is_not_a_plain_frontmatter_is_refused() {
         for (text, why) in [
             ("name: x\n", "does not begin"),
-            ("---\nname: x\n", "does not begin"),
+            ("---\nname: x\n", "no closing `---` line"),
+            ("---\nname: x\n--- x\n", "no closing `---` line"),
+            ("--\nname: x\n---\n", "does not begin with a `---` line"),
+            ("---\na: .inf\n---\n", "a float JSON cannot hold"),
+            ("---\na: [-.NaN]\n---\n", "a float JSON cannot hold"),
+            ("---\na: !!float .inf\n---\n", "a float JSON cannot hold"),
+            ("---\na: 1e999\n---\n", "a float JSON cannot hold"),
             ("---\n- a\n---\n", "not a mapping"),
             ("---\na: &x [1]\nb: *x\n---\n", "alias"),
             ("---\na: 1\na: 2\n---\n", "twice"),
@@ -434,7 +471,6 @@ mod tests {
             ("1_000", json!("1_000")),
             ("yes", json!("yes")),
             ("2024-01-01", json!("2024-01-01")),
-            (".inf", json!(".inf")),
             ("18446744073709551616", json!(18446744073709551616.0)),
         ] {
             assert_eq!(plain(text), value, "{text}");

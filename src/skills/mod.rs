@@ -143,14 +143,58 @@ pub struct SkillFile {
 }
 
 /// The result of `skills/list`: one page of entries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The entries are read one by one: a valid one is in [`skills`](Self::skills), and one of the
+/// wrong shape (no `resources`, a malformed digest, `resources` neither a list nor
+/// `"dynamic"`, ...) is in [`invalid`](Self::invalid) as a [`SkillError::InvalidEntry`] that
+/// says what is wrong with it, so that one bad entry costs only itself, not the page. Only a
+/// page whose `skills` is not a list (or whose `nextCursor` is not a string) is refused whole.
+/// `invalid` is not serialized.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListSkillsResult {
-    /// The entries of this page.
+    /// The valid entries of this page, in the server's order.
     pub skills: Vec<Skill>,
+    /// Why each invalid entry of this page was set aside, in the server's order; its `skill`
+    /// is the entry's `uri`, or its position (`#3`) when it has none.
+    #[serde(skip)]
+    pub invalid: Vec<SkillError>,
     /// The cursor of the next page, if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ListSkillsResult {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire {
+            skills: Vec<Value>,
+            #[serde(default)]
+            next_cursor: Option<String>,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        let mut skills = Vec::with_capacity(wire.skills.len());
+        let mut invalid = Vec::new();
+        for (i, entry) in wire.skills.into_iter().enumerate() {
+            let skill = match entry.get("uri").and_then(Value::as_str) {
+                Some(uri) => uri.to_owned(),
+                None => format!("#{i}"),
+            };
+            match Skill::deserialize(entry) {
+                Ok(entry) => skills.push(entry),
+                Err(e) => invalid.push(SkillError::InvalidEntry {
+                    skill,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok(ListSkillsResult {
+            skills,
+            invalid,
+            next_cursor: wire.next_cursor,
+        })
+    }
 }
 
 /// The result of `skills/get`.
@@ -350,7 +394,10 @@ impl Skill {
 
     /// Checks the entry before anything of the skill is read: it has a manifest (not
     /// `"dynamic"`) that lists its `SKILL.md` and each file once, within [`MAX_FILES`] and
-    /// [`MAX_TOTAL_SIZE`], and its URI ends in `/<name>/SKILL.md`.
+    /// [`MAX_TOTAL_SIZE`]; its name follows the Agent Skills naming rules ([`check_name`]) and
+    /// its URI ends in `/<name>/SKILL.md`; every file listed is the `SKILL.md` or within the
+    /// skill's directory (its URI begins with the `SKILL.md`'s URI less `SKILL.md`, with no
+    /// `.` or `..` segment).
     pub fn check(&self) -> Result<(), SkillError> {
         let invalid = |reason: String| SkillError::InvalidEntry {
             skill: self.uri.clone(),
@@ -369,10 +416,16 @@ impl Skill {
                 bytes,
             });
         }
+        if let Err(why) = check_name(self.name()) {
+            return Err(invalid(format!("its name {:?} {why}", self.name())));
+        }
         let root = self
             .uri
             .strip_suffix("/SKILL.md")
             .ok_or_else(|| invalid("its URI does not end in /SKILL.md".into()))?;
+        if has_dot_segment(root) {
+            return Err(invalid("its URI has a `.` or `..` segment".into()));
+        }
         let last = root.rsplit('/').next().unwrap_or_default();
         if last != self.name() {
             return Err(invalid(format!(
@@ -382,6 +435,22 @@ impl Skill {
         }
         if self.file(&self.uri).is_none() {
             return Err(invalid("its manifest does not list its SKILL.md".into()));
+        }
+        // Each file is the SKILL.md or within the skill's directory (`<root>/...`), and no
+        // `..` leads out of it.
+        for file in files {
+            let within = file.uri == self.uri
+                || file
+                    .uri
+                    .strip_prefix(root)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|path| !path.is_empty() && !has_dot_segment(path));
+            if !within {
+                return Err(invalid(format!(
+                    "its manifest lists {:?}, which is not within the skill's directory",
+                    file.uri
+                )));
+            }
         }
         let mut uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
         uris.sort_unstable();
@@ -451,6 +520,46 @@ impl Skill {
     }
 }
 
+/// Whether `name` is a skill name by the Agent Skills naming rules, which the extension requires
+/// of the last segment of a skill's path: 1 to 64 characters, lowercase ASCII letters, digits
+/// and hyphens, neither beginning nor ending with a hyphen, and no two hyphens in a row. The
+/// error says which rule it breaks.
+///
+/// ```
+/// use mcp_supervisor::skills::check_name;
+///
+/// assert!(check_name("pdf-processing").is_ok());
+/// assert!(check_name("").is_err());
+/// assert!(check_name("PDF").is_err());
+/// assert!(check_name("a--b").is_err());
+/// ```
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("is not 1 to 64 characters long");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err("has characters other than a-z, 0-9 and `-`");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Err("begins or ends with `-`");
+    }
+    if name.contains("--") {
+        return Err("has two hyphens in a row");
+    }
+    Ok(())
+}
+
+/// Whether a `/`-separated path has a `.` or `..` segment, percent-encoded or not.
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
+}
+
 /// The raw bytes of `uri` in a `resources/read` answer: its text, or its blob decoded. A blob
 /// longer than `limit` bytes decoded is refused before it is decoded.
 pub fn content_bytes(
@@ -498,20 +607,29 @@ impl Serialize for SkillResources {
 }
 
 impl<'de> Deserialize<'de> for SkillResources {
-    /// An array of files, or the string `"dynamic"`; anything else is an invalid entry.
+    /// An array of files, or the string `"dynamic"`; anything else is an invalid entry. The
+    /// value is matched by hand (not by an untagged enum, which would replace every error with
+    /// one that says nothing), so the error says what is wrong, and with which file.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Wire {
-            Files(Vec<SkillFile>),
-            Word(String),
-        }
-        match Wire::deserialize(deserializer)? {
-            Wire::Files(files) => Ok(SkillResources::Files(files)),
-            Wire::Word(word) if word == "dynamic" => Ok(SkillResources::Dynamic),
-            Wire::Word(word) => Err(serde::de::Error::custom(format_args!(
+        use serde::de::Error as _;
+        match Value::deserialize(deserializer)? {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    SkillFile::deserialize(item)
+                        .map_err(|e| D::Error::custom(format_args!("`resources[{i}]`: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(SkillResources::Files),
+            Value::String(word) if word == "dynamic" => Ok(SkillResources::Dynamic),
+            Value::String(word) => Err(D::Error::custom(format_args!(
                 "`resources` is {:?}, neither a list of files nor \"dynamic\"",
                 server_text(&word)
+            ))),
+            other => Err(D::Error::custom(format_args!(
+                "`resources` is {}, neither a list of files nor \"dynamic\"",
+                frontmatter::kind(&other)
             ))),
         }
     }
@@ -617,6 +735,42 @@ mod tests {
             Err(SkillError::InvalidEntry { .. })
         ));
 
+        // A file outside the skill's directory, or reached through `..`, is refused.
+        for outside in [
+            "skill://pdf-processing-evil/x.md",
+            "skill://other/SKILL.md",
+            "skill://pdf-processing/../other/SKILL.md",
+            "skill://pdf-processing/a/%2E%2E/%2e%2e/x.md",
+            "skill://pdf-processing/",
+        ] {
+            let mut skill = entry(SKILL_MD);
+            if let SkillResources::Files(files) = &mut skill.resources {
+                files[1].uri = outside.into();
+            }
+            let e = skill.check().unwrap_err();
+            assert!(e.to_string().contains("not within"), "{outside}: {e}");
+        }
+
+        // The name must follow the Agent Skills naming rules: an empty one does not pass.
+        for (uri, name) in [
+            ("skill:///SKILL.md", ""),
+            ("skill://PDF/SKILL.md", "PDF"),
+            ("skill://-pdf/SKILL.md", "-pdf"),
+            ("skill://a--b/SKILL.md", "a--b"),
+        ] {
+            let mut skill = entry(SKILL_MD);
+            skill.uri = uri.into();
+            skill.frontmatter["name"] = json!(name);
+            if let SkillResources::Files(files) = &mut skill.resources {
+                files[0].uri = uri.into();
+                files.truncate(1);
+            }
+            let e = skill.check().unwrap_err();
+            assert!(e.to_string().contains("its name"), "{uri}: {e}");
+        }
+        assert!(check_name(&"a".repeat(64)).is_ok());
+        assert!(check_name(&"a".repeat(65)).is_err());
+
         let mut skill = entry(SKILL_MD);
         if let SkillResources::Files(files) = &mut skill.resources {
             files[1].size = MAX_TOTAL_SIZE;
@@ -643,20 +797,64 @@ mod tests {
         assert_eq!(listed.skills[0].resources, SkillResources::Dynamic);
         assert_eq!(listed.skills[0].frontmatter["license"], "MIT");
         assert_eq!(listed.next_cursor.as_deref(), Some("2"));
-        for bad in [
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": "static"}),
-            json!({"uri": "u", "frontmatter": {"name": "d"}, "resources": "dynamic"}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
-                   "resources": [{"uri": "u", "digest": "sha256:ABC", "size": 1}]}),
-            json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
-                   "resources": [{"uri": "u", "digest": sha256_digest(b""), "size": -1}]}),
-        ] {
-            assert!(
-                serde_json::from_value::<Skill>(bad.clone()).is_err(),
-                "{bad}"
-            );
+        assert!(listed.invalid.is_empty());
+        let bad = [
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}}),
+                "missing field `resources`",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": "static"}),
+                "`resources` is \"static\", neither a list of files nor \"dynamic\"",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"}, "resources": 3}),
+                "`resources` is a number, neither",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d"}, "resources": "dynamic"}),
+                "the frontmatter has no string `description`",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
+                       "resources": [{"uri": "u", "digest": "sha256:ABC", "size": 1}]}),
+                "`resources[0]`: the digest \"sha256:ABC\" is not `sha256:` and 64 lowercase",
+            ),
+            (
+                json!({"uri": "u", "frontmatter": {"name": "d", "description": "x"},
+                       "resources": [{"uri": "u", "digest": sha256_digest(b""), "size": -1}]}),
+                "`resources[0]`: invalid value: integer `-1`",
+            ),
+        ];
+        for (entry, why) in &bad {
+            let e = serde_json::from_value::<Skill>(entry.clone()).unwrap_err();
+            assert!(e.to_string().contains(why), "{entry}: {e}");
         }
+
+        // On a page, each bad entry is set aside with its reason; the good ones are kept.
+        let good = json!({"uri": "skill://d/SKILL.md", "frontmatter": {"name": "d", "description": "x"}, "resources": "dynamic"});
+        let mut entries = vec![good.clone()];
+        entries.extend(bad.iter().map(|(entry, _)| entry.clone()));
+        entries.push(json!("not an object"));
+        entries.push(good);
+        let page: ListSkillsResult = serde_json::from_value(json!({"skills": entries})).unwrap();
+        assert_eq!(page.skills.len(), 2);
+        assert_eq!(page.invalid.len(), bad.len() + 1);
+        for (e, (_, why)) in page.invalid.iter().zip(&bad) {
+            assert!(
+                matches!(e, SkillError::InvalidEntry { skill, .. } if skill == "u"),
+                "{e}"
+            );
+            // Shown escaped, as server text is: the quotes of the reason come out as `\"`.
+            let SkillError::InvalidEntry { reason, .. } = e else {
+                unreachable!()
+            };
+            assert!(reason.contains(why), "{e}");
+        }
+        assert!(
+            matches!(page.invalid.last(), Some(SkillError::InvalidEntry { skill, .. }) if skill == "#7")
+        );
+        assert!(serde_json::from_value::<ListSkillsResult>(json!({"skills": {}})).is_err());
     }
 
     #[test]

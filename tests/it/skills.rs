@@ -41,6 +41,19 @@ async fn skills_are_listed_got_loaded_and_their_files_read() {
         .unwrap()
         .unwrap_err();
     assert_eq!(unknown.kind(), ErrorKind::Rpc);
+    // An answer with the entry of another skill than the one asked for is refused.
+    let substituted = sup
+        .send(GetSkill::new("demo", "skill://substituted/SKILL.md"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(substituted.kind(), ErrorKind::InvalidResponse);
+    assert!(
+        substituted
+            .to_string()
+            .contains("the server answered with the entry of skill://demo-skill/SKILL.md"),
+        "{substituted}"
+    );
 
     let loaded = sup
         .send(LoadSkill::new("demo", demo.clone()))
@@ -73,6 +86,29 @@ async fn skills_are_listed_got_loaded_and_their_files_read() {
             .contains("not a file of the skill's manifest"),
         "{unlisted}"
     );
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// SEP-2640: `skills/list` and `skills/get` results carry `resultType: "complete"`, `ttlMs`
+/// and `cacheScope`, in either era.
+async fn skills_results_carry_the_members_the_extension_requires() {
+    let (sup, _skills, _dir) = listed().await;
+    for (method, params) in [
+        ("skills/list", None),
+        (
+            "skills/get",
+            Some(serde_json::json!({"uri": "skill://demo-skill/SKILL.md"})),
+        ),
+    ] {
+        let result = sup
+            .send(Call::new("demo", method, params))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(result["resultType"], "complete", "{method}: {result}");
+        assert!(result["ttlMs"].is_u64(), "{method}: {result}");
+        assert!(result["cacheScope"].is_string(), "{method}: {result}");
+    }
     sup.send(Shutdown).await.unwrap();
 }
 
@@ -124,6 +160,7 @@ async fn an_oversized_skill_is_refused_before_anything_is_read() {
 
 in_both_eras!(
     skills_are_listed_got_loaded_and_their_files_read,
+    skills_results_carry_the_members_the_extension_requires,
     a_skill_md_that_fails_verification_is_refused,
     an_oversized_skill_is_refused_before_anything_is_read,
 );

@@ -62,6 +62,13 @@ impl Message for LoadSkill {
 /// against the manifest's size and digest. A failure is an
 /// [`invalid_response`](crate::ErrorKind::InvalidResponse) error; the content is not handed out.
 ///
+/// A file comes in one `resources/read` answer, which must fit in the settings'
+/// `max_message_bytes` (16 MiB by default): a binary file comes as Base64 (4 bytes for every
+/// 3) inside JSON, so one over about 12 MiB cannot be read with the default, though the
+/// extension lets a skill's files add up to 16 MiB ([`MAX_TOTAL_SIZE`](crate::skills::MAX_TOTAL_SIZE)),
+/// and a text file near 16 MiB cannot either once JSON escapes it. Raise `max_message_bytes`
+/// for servers with such files.
+///
 /// ```
 /// # fn f(loaded: mcp_supervisor::skills::LoadedSkill) {
 /// use mcp_supervisor::ReadSkillFile;

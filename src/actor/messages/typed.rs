@@ -233,8 +233,10 @@ typed_call! {
     /// `skills/list`: one page of the server's skills (SEP-2640), each entry with its
     /// frontmatter and the manifest of its files. Nothing of a skill is read: load one with
     /// [`LoadSkill`](crate::LoadSkill). Call it only on a server that declares the extension
-    /// ([`skills::declared`](crate::skills::declared)); an entry of the wrong shape makes the
-    /// answer an [`invalid_response`](crate::ErrorKind::InvalidResponse).
+    /// ([`skills::declared`](crate::skills::declared)). An entry of the wrong shape does not
+    /// cost the page: it is set aside in [`invalid`](crate::skills::ListSkillsResult::invalid)
+    /// with what is wrong with it, and the valid entries are in `skills`; only a page that is
+    /// not a list of entries is an [`invalid_response`](crate::ErrorKind::InvalidResponse).
     ///
     /// ```no_run
     /// # async fn f(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
@@ -243,6 +245,9 @@ typed_call! {
     /// let page = sup.send(ListSkills::new("docs")).await??;
     /// for skill in &page.skills {
     ///     println!("{}: {}", skill.name(), skill.description());
+    /// }
+    /// for refused in &page.invalid {
+    ///     println!("set aside: {refused}");
     /// }
     /// if let Some(skill) = page.skills.into_iter().next() {
     ///     let loaded = sup.send(LoadSkill::new("docs", skill)).await??;
@@ -269,7 +274,8 @@ impl ListSkills {
 
 typed_call! {
     /// `skills/get`: the entry of one skill, named by the URI of its `SKILL.md` (SEP-2640), as
-    /// fresh as the server has it.
+    /// fresh as the server has it. An answer whose skill's `uri` is not the one asked for is an
+    /// [`invalid_response`](crate::ErrorKind::InvalidResponse).
     ///
     /// ```
     /// let get = mcp_supervisor::GetSkill::new("docs", "skill://pdf-processing/SKILL.md");

@@ -10,6 +10,8 @@
 //! - `frontmatter-mismatch`: the manifest matches the file served, whose frontmatter is not the
 //!   entry's (another description).
 //! - `oversized`: the manifest lists a 17 MiB asset, over the extension's 16 MiB per skill.
+//! - `skill://substituted/SKILL.md` (not listed): `skills/get` of it answers with the entry of
+//!   `demo-skill`, another skill than the one asked for.
 //!
 //! Digests are computed here with `sha2`, not with the client's code.
 
@@ -24,6 +26,8 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/skills";
 const DEMO_MD: &str = "---\nname: demo-skill\ndescription: Shows how the demo tools fit together\n\
 license: MIT\nmetadata:\n  version: \"1.2\"\n  audience: [tests, docs]\n---\n\n# Demo\n\n\
 Call `echo`, then `add`. See references/NOTES.md.\n";
+/// The URI whose `skills/get` answers with another skill's entry.
+const SUBSTITUTED: &str = "skill://substituted/SKILL.md";
 const NOTES_MD: &str = "Notes: `add` takes two numbers.\n";
 
 /// `name: <name>` and `description: <description>` as a `SKILL.md` with a one-line body.
@@ -134,19 +138,38 @@ impl Skill {
     }
 }
 
-/// `skills/list`: every skill, on one page.
+/// `skills/list`: every skill, on one page, with the members the extension requires of its
+/// results in either era (`resultType`, and `ttlMs` and `cacheScope` as results that may be
+/// cached: never fresh for long here, and private).
 pub(crate) fn list() -> Reply {
     let entries: Vec<Value> = skills().iter().map(Skill::entry).collect();
-    Ok(json!({ "skills": entries }))
+    Ok(result(json!({ "skills": entries })))
 }
 
-/// `skills/get {uri}`: the entry of the skill whose `SKILL.md` is `uri`; -32602 otherwise.
+/// `result` with the members the extension requires of `skills/list` and `skills/get` results.
+fn result(mut result: Value) -> Value {
+    if let Value::Object(fields) = &mut result {
+        fields.insert("resultType".into(), json!("complete"));
+        fields.insert("ttlMs".into(), json!(0));
+        fields.insert("cacheScope".into(), json!("private"));
+    }
+    result
+}
+
+/// `skills/get {uri}` (with the members [`list`]'s result has): the entry of the skill whose `SKILL.md` is `uri`; -32602 otherwise.
 pub(crate) fn get(params: &super::jsonrpc::Args) -> Reply {
     let wanted = required_str(params, "uri")?;
+    if wanted == SUBSTITUTED {
+        // Another skill's entry than the one asked for.
+        return skills()
+            .first()
+            .map(|s| result(json!({ "skill": s.entry() })))
+            .ok_or_else(|| RpcError::invalid_params("no skills"));
+    }
     skills()
         .iter()
         .find(|s| uri(s.name, "SKILL.md") == wanted)
-        .map(|s| json!({ "skill": s.entry() }))
+        .map(|s| result(json!({ "skill": s.entry() })))
         .ok_or_else(|| RpcError::invalid_params(format!("No skill is served at {wanted}")))
 }
 
