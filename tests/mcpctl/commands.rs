@@ -629,6 +629,29 @@ fn a_reader_that_goes_away_early_ends_mcpctl_quietly() {
     }
 }
 
+/// A command that had finished when its reader went away keeps its own code: `status` with a
+/// failed server is 1 (it was 0 or 1, by how much the pipe buffered).
+#[test]
+fn a_finished_command_keeps_its_code_when_its_reader_went_away() {
+    use std::process::Stdio;
+
+    let dir = common::tempdir();
+    let config = config(dir.path(), true);
+    let mut child = Command::new(MCPCTL)
+        .args(["--config", &config, "status", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("mcpctl: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}
+
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its
 /// `stopped` is printed) and exits with 0.
 #[test]
