@@ -652,6 +652,39 @@ fn a_finished_command_keeps_its_code_when_its_reader_went_away() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
 
+/// With `KEY=VALUE` arguments, waiting for the tool's schema (the server's start-up) counts
+/// against `--timeout`: the call gets what is left, not a whole `--timeout` again.
+#[test]
+fn waiting_for_the_schema_counts_against_the_call_timeout() {
+    let dir = common::tempdir();
+    let path = dir.path().join("mcp.json");
+    let text = json!({"mcpServers": {"slow": {
+        "command": DEMO,
+        "env": {"DEMO_SLOW_START_MS": "2000"},
+    }}});
+    if let Err(e) = std::fs::write(&path, text.to_string()) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    let config = path.display().to_string();
+    // 2s to start, then a 1.5s call: more than the 3s given (it took 3.5s, and succeeded).
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "call",
+        "slow",
+        "counter",
+        "delay_ms=1500",
+        "--timeout",
+        "3s",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["ok"], false, "{lines:?}");
+    assert_eq!(lines[0]["error"]["kind"], "timeout", "{lines:?}");
+}
+
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its
 /// `stopped` is printed) and exits with 0.
 #[test]
