@@ -375,6 +375,23 @@ fn inputs_come_from_the_command_line() {
 
     let out = mcpctl(&["--input", "a=b", "status", "--stdio", "--", DEMO]);
     assert_eq!(code(&out), 2);
+
+    // An input given twice is refused, naming it (the last one won, silently).
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "--input",
+        "server=/no/such/server",
+        "--input",
+        &input,
+        "status",
+    ]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--input `server` is given twice"),
+        "{stderr}"
+    );
 }
 
 /// Issue 20, item 1: with Claude Code's `~/.claude.json`, mcpctl reads the servers kept for

@@ -62,7 +62,7 @@ pub(crate) struct SourceArgs {
     pub(crate) env: Vec<(String, Secret)>,
 
     /// The value of the config file's `${input:ID}` (VS Code's inputs, which mcpctl does not
-    /// prompt for), ID=VALUE (repeatable)
+    /// prompt for), ID=VALUE (repeatable, each ID once)
     #[arg(long, global = true, value_name = "ID=VALUE", value_parser = parse_input)]
     pub(crate) input: Vec<(String, Secret)>,
 
