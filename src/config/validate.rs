@@ -246,8 +246,11 @@ fn check_url(server: Option<&str>, url: &str) -> Result<url::Url, Error> {
 
 /// Header names as the `http` crate takes them (RFC 9110's tokens; its 1.x, stricter than
 /// awc's 0.2 only in refusing `"`, which servers refuse), and values without the control
-/// characters it refuses (line breaks, NUL, ...). A value is never shown: it may be a
-/// credential.
+/// characters it refuses (line breaks, NUL, ...). `HeaderValue::from_str` is the check awc's
+/// `insert_header` makes (in both versions, the same as `from_bytes` on the UTF-8 bytes): it
+/// takes tab, visible ASCII and every byte from 0x80 (RFC 9110's obs-text), so a UTF-8 value
+/// passes and is sent as its bytes; only controls and DEL are refused. A value is never shown:
+/// it may be a credential.
 #[cfg(feature = "http")]
 fn check_headers(
     server: Option<&str>,
@@ -353,7 +356,10 @@ mod tests {
                 .header(name, value)
                 .validate()
         };
-        assert!(header("X-Api-Key", "v a\tl:ü").is_ok());
+        // UTF-8 is obs-text to HTTP: sent as its bytes, not refused as a control character.
+        for value in ["v a\tl:ü", "日本語", "\u{a0}\u{ff}", "😀"] {
+            assert!(header("X-Api-Key", value).is_ok(), "{value:?}");
+        }
         for name in ["X(Bad)", "X Bad", "X:Bad", "", "Ä", "X\"Bad\""] {
             let Err(e) = header(name, "v") else {
                 panic!("accepted: {name:?}");

@@ -375,6 +375,23 @@ fn inputs_come_from_the_command_line() {
 
     let out = mcpctl(&["--input", "a=b", "status", "--stdio", "--", DEMO]);
     assert_eq!(code(&out), 2);
+
+    // An input given twice is refused, naming it (the last one won, silently).
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "--input",
+        "server=/no/such/server",
+        "--input",
+        &input,
+        "status",
+    ]);
+    assert_eq!(code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--input `server` is given twice"),
+        "{stderr}"
+    );
 }
 
 /// Issue 20, item 1: with Claude Code's `~/.claude.json`, mcpctl reads the servers kept for
@@ -627,6 +644,62 @@ fn a_reader_that_goes_away_early_ends_mcpctl_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
+}
+
+/// A command that had finished when its reader went away keeps its own code: `status` with a
+/// failed server is 1 (it was 0 or 1, by how much the pipe buffered).
+#[test]
+fn a_finished_command_keeps_its_code_when_its_reader_went_away() {
+    use std::process::Stdio;
+
+    let dir = common::tempdir();
+    let config = config(dir.path(), true);
+    let mut child = Command::new(MCPCTL)
+        .args(["--config", &config, "status", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("mcpctl: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}
+
+/// With `KEY=VALUE` arguments, waiting for the tool's schema (the server's start-up) counts
+/// against `--timeout`: the call gets what is left, not a whole `--timeout` again.
+#[test]
+fn waiting_for_the_schema_counts_against_the_call_timeout() {
+    let dir = common::tempdir();
+    let path = dir.path().join("mcp.json");
+    let text = json!({"mcpServers": {"slow": {
+        "command": DEMO,
+        "env": {"DEMO_SLOW_START_MS": "2000"},
+    }}});
+    if let Err(e) = std::fs::write(&path, text.to_string()) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+    let config = path.display().to_string();
+    // 2s to start, then a 1.5s call: more than the 3s given (it took 3.5s, and succeeded).
+    let out = mcpctl(&[
+        "--config",
+        &config,
+        "call",
+        "slow",
+        "counter",
+        "delay_ms=1500",
+        "--timeout",
+        "3s",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["ok"], false, "{lines:?}");
+    assert_eq!(lines[0]["error"]["kind"], "timeout", "{lines:?}");
 }
 
 /// `watch --json`: one object per event, until Ctrl-C, which shuts the server down (its

@@ -183,6 +183,10 @@ fn prompt(args: PromptArgs, single: Option<&str>) -> Result<Action, String> {
     for word in rest {
         match word.split_once('=') {
             Some((key, value)) if !key.is_empty() => {
+                // As `call`'s: a key given twice is a mistake, not the last one winning.
+                if arguments.contains_key(key) {
+                    return Err(format!("the argument `{key}` is given twice"));
+                }
                 arguments.insert(key.to_owned(), Value::String(value.to_owned()));
             }
             _ => return Err(format!("expected KEY=VALUE, not `{word}`")),
@@ -262,6 +266,9 @@ mod tests {
         assert_eq!((server.as_str(), name.as_str()), ("demo", "greet"));
         assert_eq!(arguments.get("name"), Some(&Value::from("Ada=L")));
         assert!(resolve(&["prompt", "greet", "oops"], Some("demo")).is_err());
+        // A key given twice is refused, as `call` refuses it.
+        let e = resolve(&["prompt", "demo", "greet", "name=a", "name=b"], None).unwrap_err();
+        assert!(e.contains("`name` is given twice"), "{e}");
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub(crate) struct SourceArgs {
     pub(crate) env: Vec<(String, Secret)>,
 
     /// The value of the config file's `${input:ID}` (VS Code's inputs, which mcpctl does not
-    /// prompt for), ID=VALUE (repeatable)
+    /// prompt for), ID=VALUE (repeatable, each ID once)
     #[arg(long, global = true, value_name = "ID=VALUE", value_parser = parse_input)]
     pub(crate) input: Vec<(String, Secret)>,
 
@@ -124,11 +124,13 @@ pub(crate) enum Command {
     /// if a call failed or returned a tool error.
     ///
     /// Its arguments are one JSON object ('{"path": "/srv/a.txt", "head": 3}') or KEY=VALUE
-    /// words (path=/srv/a.txt head=3), each value typed by the tool's input schema
-    /// (inputSchema.properties.KEY.type): a string takes the text as it is (zip=01234 stays
-    /// "01234"); an integer, number, boolean or null the text as that, else exits with 2 naming
-    /// the key; an object or array the text parsed as JSON (opts='{"a":1}'); a key the schema
-    /// does not type, the text as JSON if it parses, else as a string.
+    /// words (path=/srv/a.txt head=3), each value typed by the tool's input schema: the types
+    /// inputSchema.properties.KEY allows by its type (one or a list), enum, const, anyOf and
+    /// oneOf. If a string is one, the text as it is (zip=01234 stays "01234", null stays
+    /// "null"); else the text parsed as JSON and of one of them (an integer, number, boolean,
+    /// null, object or array: opts='{"a":1}'), or exits with 2 naming the key; a key the
+    /// schema does not type, the text as JSON if it parses, else as a string. An integer is
+    /// kept exactly: one beyond 64 bits exits with 2 rather than be rounded.
     ///
     /// With --json, one object per call:
     /// {"seq":1,"ok":true,"ms":12,"result":{...}} (the tools/call result as the server sent it)

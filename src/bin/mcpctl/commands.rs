@@ -135,6 +135,8 @@ impl Session {
     }
 
     async fn call(&mut self, args: Repeated<'_>) -> u8 {
+        // Waiting for the tool's schema counts against the first call's `--timeout`.
+        let begun = Instant::now();
         let arguments = match args.arguments {
             Arguments::Json(map) => map.clone(),
             Arguments::Pairs(pairs) => {
@@ -155,8 +157,13 @@ impl Session {
             if seq > 1 {
                 tokio::time::sleep(args.interval).await;
             }
+            let timeout = if seq == 1 {
+                args.timeout.saturating_sub(begun.elapsed())
+            } else {
+                args.timeout
+            };
             let call = CallTool::new(args.server, args.tool, Value::Object(arguments.clone()))
-                .timeout(args.timeout);
+                .timeout(timeout);
             let started = Instant::now();
             let outcome = match self.sup.send(call).await {
                 Ok(outcome) => outcome,

@@ -40,7 +40,8 @@
 //! usage or an invalid configuration; 130 interrupted by Ctrl-C (`watch` ends with 0). Ctrl-C
 //! always shuts the servers down cleanly first; a second Ctrl-C stops waiting for them. When
 //! stdout's reader goes away early (`mcpctl tools | head -2`), the command stops, the servers
-//! are shut down the same way, and the exit code is 0 (see `stdout.rs`).
+//! are shut down the same way, and the exit code is 0, or the command's own if it had finished
+//! (see `stdout.rs`).
 //!
 //! Set `RUST_LOG` (e.g. `RUST_LOG=mcp_supervisor=debug`) to see the supervisor's logs on stderr.
 //!
@@ -109,7 +110,7 @@ fn main() -> ExitCode {
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut Cli::command(), "mcpctl", &mut script);
         stdout::write_all(&script);
-        return ExitCode::from(stdout::exit_code(EXIT_OK));
+        return ExitCode::from(stdout::exit_code(EXIT_OK, false));
     }
     init_tracing();
     let (action, servers) = match plan(cli.source, cli.command) {

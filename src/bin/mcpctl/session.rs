@@ -50,17 +50,20 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
         disabled,
     };
     let watching = matches!(action, Action::Watch);
-    let code = tokio::select! {
-        code = session.run(&action) => code,
+    // `biased`: a command that has finished keeps its own code, even when stdout closed
+    // during its last poll.
+    let (code, cut_short) = tokio::select! {
+        biased;
+        code = session.run(&action) => (code, false),
         () = interrupted() => {
             eprintln!("mcpctl: interrupted; shutting the servers down");
-            if watching { EXIT_OK } else { EXIT_INTERRUPTED }
+            (if watching { EXIT_OK } else { EXIT_INTERRUPTED }, false)
         }
         // Nothing more can be shown (a `| head` has what it wanted): the command stops.
-        () = stdout::closed() => EXIT_OK,
+        () = stdout::closed() => (EXIT_OK, true),
     };
     let code = session.shutdown(watching).await.unwrap_or(code);
-    stdout::exit_code(code)
+    stdout::exit_code(code, cut_short)
 }
 
 /// Resolves at Ctrl-C (SIGINT); never, if it cannot be listened for.

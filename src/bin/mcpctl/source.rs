@@ -42,6 +42,13 @@ pub(crate) fn single_server(
     if (source.stdio || source.http.is_some()) && !source.input.is_empty() {
         return Err("--input is for the `${input:…}` of a config file".into());
     }
+    // As `call`'s and `prompt`'s arguments: an id given twice is a mistake, not the last one
+    // winning.
+    for (i, (id, _)) in source.input.iter().enumerate() {
+        if source.input[..i].iter().any(|(earlier, _)| earlier == id) {
+            return Err(format!("--input `{id}` is given twice"));
+        }
+    }
     if source.stdio {
         let Some((program, args)) = command.split_first() else {
             return Err("--stdio needs the server's command after `--`: \

@@ -7,9 +7,11 @@
 //! default would end mcpctl at once instead, leaving the servers it started without their
 //! clean shutdown (a stdio server's process group, an HTTP session's DELETE). So a failed write
 //! is recorded here, nothing more is printed, and the session ([`closed`]) stops the command and
-//! shuts the servers down as after Ctrl-C. The exit code is then 0 when the reader went away:
-//! it took what it wanted, as with `ripgrep` (a shell's 141 would fail every pipeline under
-//! `set -o pipefail`); any other write error is said on stderr and exits with 1.
+//! shuts the servers down as after Ctrl-C. The exit code is then 0 when the reader went away
+//! before the command finished: it took what it wanted, as with `ripgrep` (a shell's 141 would
+//! fail every pipeline under `set -o pipefail`); a command that had finished keeps its own code
+//! (a `status` with a failed server is 1, whether or not its lines were all read); any other
+//! write error is said on stderr and exits with 1.
 
 use std::fmt;
 use std::io::{ErrorKind, Write};
@@ -77,12 +79,37 @@ pub(crate) async fn closed() {
     }
 }
 
-/// The exit code, given the command's own: 0 if stdout's reader went away, 1 if writing to
-/// stdout failed otherwise.
-pub(crate) fn exit_code(code: u8) -> u8 {
-    match STATE.load(Ordering::Relaxed) {
-        GONE => EXIT_OK,
+/// The exit code, given the command's own and whether stdout's closing cut the command short:
+/// 0 if stdout's reader went away before the command finished, 1 if writing to stdout failed
+/// otherwise, else the command's own. A command that had finished when its reader went away
+/// keeps its code (`mcpctl status | head -1` with a failed server is 1, however the pipe
+/// buffered).
+pub(crate) fn exit_code(code: u8, cut_short: bool) -> u8 {
+    exit_code_in(STATE.load(Ordering::Relaxed), code, cut_short)
+}
+
+fn exit_code_in(state: u8, code: u8, cut_short: bool) -> u8 {
+    match state {
+        GONE if cut_short => EXIT_OK,
         FAILED => EXIT_FAILED,
         _ => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_keeps_the_code_of_a_command_that_had_finished() {
+        // Cut short by its reader going away (`watch`, repeated calls): 0.
+        assert_eq!(exit_code_in(GONE, EXIT_OK, true), EXIT_OK);
+        // Finished, and then its reader had gone: the command's own code.
+        assert_eq!(exit_code_in(GONE, EXIT_FAILED, false), EXIT_FAILED);
+        assert_eq!(exit_code_in(GONE, EXIT_OK, false), EXIT_OK);
+        // Another write error is 1 however it ended; an open stdout, the command's own.
+        assert_eq!(exit_code_in(FAILED, EXIT_OK, false), EXIT_FAILED);
+        assert_eq!(exit_code_in(FAILED, EXIT_OK, true), EXIT_FAILED);
+        assert_eq!(exit_code_in(OPEN, EXIT_FAILED, false), EXIT_FAILED);
     }
 }

@@ -272,12 +272,21 @@ fn project_servers<'a>(
         ));
     };
     // Claude Code keys a project by its absolute path; compared as paths, so that a trailing
-    // `/` or a doubled one does not hide it.
-    let project = std::path::absolute(project).unwrap_or_else(|_| project.clone());
-    let found = project
+    // `/` or a doubled one does not hide it, and resolved, so that neither do `..` nor a
+    // symlink (on either side).
+    let written = std::path::absolute(project).unwrap_or_else(|_| project.clone());
+    let resolved = resolved(&written);
+    let found = written
         .to_str()
         .and_then(|p| projects.get_key_value(p))
-        .or_else(|| projects.iter().find(|(k, _)| Path::new(k) == project));
+        .or_else(|| {
+            projects.iter().find(|(k, _)| {
+                let key = Path::new(k.as_str());
+                key == written
+                    || key == resolved
+                    || resolved_key(key).is_some_and(|k| k == resolved)
+            })
+        });
     let Some((path, entry)) = found else {
         return Ok(None);
     };
@@ -297,6 +306,41 @@ fn project_servers<'a>(
             "expected an object of servers",
         )),
     }
+}
+
+/// A project's path as the file system resolves it (`..`, symlinks) if it exists; else with
+/// its `.` and `..` taken away as written.
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| lexically_normal(path))
+}
+
+/// A project key as the file system resolves it, if it is an absolute path that exists.
+fn resolved_key(key: &Path) -> Option<PathBuf> {
+    if key.is_absolute() {
+        std::fs::canonicalize(key).ok()
+    } else {
+        None
+    }
+}
+
+/// `path` without its `.` and with each `..` taking away the name before it (never the root).
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(normal.components().next_back(), Some(Component::Normal(_))) {
+                    normal.pop();
+                } else if !normal.has_root() {
+                    normal.push(component);
+                }
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// One server's entry, found in a section.

@@ -151,8 +151,11 @@ impl LoadOptions {
     /// top-level `mcpServers` (its "user" scope), and one of them replaces a top-level entry of
     /// the same name whole, as in Claude Code, where the local scope takes precedence. Claude
     /// Code's project is the folder it was started in; a relative path here is made absolute
-    /// against the current directory. A file without `projects`, or without this project, loads
-    /// its top-level servers only. Default: none (`projects` is not read).
+    /// against the current directory. The project and each key are compared as paths (a
+    /// trailing or doubled `/` does not matter), and as resolved by the file system when they
+    /// exist (`..` and symlinks, as [`std::fs::canonicalize`] resolves them; a path that does
+    /// not exist has its `..` taken away as written). A file without `projects`, or without
+    /// this project, loads its top-level servers only. Default: none (`projects` is not read).
     ///
     /// ```
     /// use mcp_supervisor::config::LoadOptions;

@@ -182,9 +182,26 @@ fn claude_code_project_servers() {
     let (server, field, _) = config_error(&loaded.invalid[0]);
     assert_eq!(server, Some("local"));
     assert_eq!(field, r#"projects["/work/app"].mcpServers.local.args[0]"#);
-    // The same project written with a trailing `/`.
-    let loaded = opts().project("/work/app/").load_json(doc).unwrap();
-    assert_eq!(loaded.servers.len(), 2);
+    // The same project written otherwise: a trailing `/`, a doubled one, `.` and `..` (of a
+    // path that does not exist: taken away as written). The project's own entries are read:
+    // its `both`, and its `local`, invalid.
+    for written in [
+        "/work/app/",
+        "/work//app",
+        "/work/./app",
+        "/work/other/../app",
+        "/work/x/y/../../app/",
+    ] {
+        let loaded = opts().project(written).load_json(doc).unwrap();
+        let names: Vec<_> = loaded.servers.iter().map(ServerConfig::name).collect();
+        assert_eq!(names, ["both", "user"], "{written}");
+        assert_eq!(
+            stdio(&loaded.servers[0]).command,
+            "project-mcp",
+            "{written}"
+        );
+        assert_eq!(loaded.invalid.len(), 1, "{written}");
+    }
     // Another project, a project without servers, no project, a file without `projects`:
     // the top-level servers only.
     for options in [
@@ -219,6 +236,41 @@ fn claude_code_project_servers() {
     let bad = r#"{"projects": {"/work/app": {"mcpServers": []}}}"#;
     let e = opts().project("/work/app").load_json(bad).unwrap_err();
     assert_eq!(config_error(&e).1, r#"projects["/work/app"].mcpServers"#);
+}
+
+/// A project that exists is found through `..` and symlinks, on either side: the project
+/// given through a symlink or a `..` finds the key Claude Code wrote, and a key written
+/// through a symlink is found from the real folder.
+#[cfg(unix)]
+#[test]
+fn claude_code_project_found_through_dot_dot_and_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir_all(real.join("sub")).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let real = std::fs::canonicalize(&real).unwrap();
+    let doc = |key: &std::path::Path| {
+        serde_json::json!({
+            "mcpServers": {"both": {"command": "top-mcp"}},
+            "projects": {key.to_str().unwrap(): {"mcpServers": {"both": {"command": "project-mcp"}}}},
+        })
+        .to_string()
+    };
+    let project_command = |project: &std::path::Path, key: &std::path::Path| {
+        let loaded = opts().project(project).load_json(&doc(key)).unwrap();
+        stdio(&only(loaded)).command.clone()
+    };
+    for project in [link.clone(), real.join("sub/.."), link.join("sub/..")] {
+        assert_eq!(
+            project_command(&project, &real),
+            "project-mcp",
+            "{project:?}"
+        );
+    }
+    assert_eq!(project_command(&real, &link), "project-mcp");
+    // Another folder is another project.
+    assert_eq!(project_command(&real.join("sub"), &real), "top-mcp");
 }
 
 /// Cursor: `${env:VAR}`, `${userHome}`, `${workspaceFolder}`, `envFile`.
