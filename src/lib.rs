@@ -209,9 +209,9 @@ pub use rmcp::model;
 pub use actor::messages::{
     AddServer, Call, CallOptions, CallTool, GetPrompt, GetSkill, GetStatus, ListPrompts,
     ListResourceTemplates, ListResources, ListSkills, ListTools, LoadSkill, Ping, Progress,
-    ReadResource, ReadSkillFile, Reconnect, RemoveServer, ReplaceServer, Restart, ServerEvent,
-    ServerRequest, SetRequestHandler, Shutdown, Subscribe, SubscribeEvents, TypedCall, Unsubscribe,
-    DEFAULT_DRAIN_TIMEOUT,
+    ReadResource, ReadSkillFile, Reconnect, Reload, ReloadOutcome, ReloadReport, RemoveServer,
+    ReplaceServer, Restart, ServerEvent, ServerRequest, SetRequestHandler, Shutdown, Subscribe,
+    SubscribeEvents, TypedCall, Unsubscribe, DEFAULT_DRAIN_TIMEOUT,
 };
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};

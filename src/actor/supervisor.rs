@@ -2,6 +2,8 @@
 //! hands them the application's event subscribers, and starts a new actor when one dies.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -772,5 +774,100 @@ impl Handler<ReplaceServer> for Supervisor {
 
     fn handle(&mut self, msg: ReplaceServer, ctx: &mut Context<Self>) -> Self::Result {
         self.replace(msg.config, msg.drain_timeout, ctx)
+    }
+}
+
+impl Handler<Reload> for Supervisor {
+    type Result = ResponseFuture<ReloadReport>;
+
+    fn handle(&mut self, msg: Reload, ctx: &mut Context<Self>) -> Self::Result {
+        type Step = Pin<Box<dyn Future<Output = (String, ReloadOutcome)>>>;
+        let mut report = ReloadReport::default();
+        let mut steps: Vec<Step> = Vec::new();
+        let me = ctx.address();
+        // Servers whose new entry is invalid stay as they are.
+        let mut kept = BTreeSet::new();
+        for error in msg.invalid {
+            if let Error::Config {
+                server: Some(name), ..
+            } = &error
+            {
+                kept.insert(name.clone());
+                report
+                    .servers
+                    .insert(name.clone(), ReloadOutcome::Kept(error));
+            }
+        }
+        let mut wanted: BTreeMap<String, ServerConfig> = BTreeMap::new();
+        for config in msg.servers {
+            let name = config.name().to_owned();
+            if kept.contains(&name) {
+                continue;
+            }
+            if wanted.insert(name.clone(), config).is_some() {
+                kept.insert(name.clone());
+                wanted.remove(&name);
+                let twice = Error::config(Some(&name), "name", "two servers have this name");
+                report.servers.insert(name, ReloadOutcome::Kept(twice));
+            }
+        }
+        let gone: Vec<String> = self
+            .servers
+            .keys()
+            .filter(|name| !wanted.contains_key(*name) && !kept.contains(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            let removed = me.send(RemoveServer(name.clone()));
+            steps.push(Box::pin(async move {
+                let outcome = match removed.await {
+                    Ok(Ok(())) => ReloadOutcome::Removed,
+                    Ok(Err(e)) => ReloadOutcome::Failed(e),
+                    Err(_) => ReloadOutcome::Failed(Error::SupervisorStopped),
+                };
+                (name, outcome)
+            }));
+        }
+        for (name, config) in wanted {
+            let step: Step = match self.servers.get(&name) {
+                Some(entry) if entry.config == config => {
+                    report.servers.insert(name, ReloadOutcome::Unchanged);
+                    continue;
+                }
+                Some(_) => {
+                    let replace = ReplaceServer {
+                        config,
+                        drain_timeout: msg.drain_timeout,
+                    };
+                    let replaced = me.send(replace);
+                    Box::pin(async move {
+                        let outcome = match replaced.await {
+                            Ok(Ok(())) => ReloadOutcome::Replaced,
+                            Ok(Err(e)) => ReloadOutcome::Failed(e),
+                            Err(_) => ReloadOutcome::Failed(Error::SupervisorStopped),
+                        };
+                        (name, outcome)
+                    })
+                }
+                None => {
+                    let added = me.send(AddServer(config));
+                    Box::pin(async move {
+                        let outcome = match added.await {
+                            Ok(Ok(())) => ReloadOutcome::Added,
+                            Ok(Err(e)) => ReloadOutcome::Failed(e),
+                            Err(_) => ReloadOutcome::Failed(Error::SupervisorStopped),
+                        };
+                        (name, outcome)
+                    })
+                }
+            };
+            steps.push(step);
+        }
+        Box::pin(async move {
+            for (name, outcome) in join_all(steps).await {
+                report.servers.insert(name, outcome);
+            }
+            report
+        })
     }
 }

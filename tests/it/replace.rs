@@ -163,3 +163,85 @@ in_both_eras!(
     a_replacement_that_cannot_start_leaves_the_old_one_serving,
     a_call_longer_than_the_drain_is_outcome_unknown,
 );
+
+/// One reload that adds, removes, changes, keeps, and meets an entry that cannot be loaded: each
+/// server gets what the diff says, and the one with the invalid entry runs on as it was.
+#[actix::test]
+async fn a_reload_adds_removes_replaces_and_keeps_in_one_diff() {
+    let dir = tempdir();
+    let configs = [
+        demo("keep", dir.path()),
+        demo("change", dir.path()),
+        demo("gone", dir.path()),
+        demo("frozen", dir.path()),
+    ];
+    let (sup, events) = start_supervisor(quick_settings(), configs);
+    for name in ["keep", "change", "gone", "frozen"] {
+        events.ready(name, 1).await;
+    }
+    let pid = |name: &'static str| {
+        let sup = sup.clone();
+        async move { status(&sup, name).await.pid }
+    };
+    let (keep, change, gone, frozen) = (
+        pid("keep").await,
+        pid("change").await,
+        pid("gone").await,
+        pid("frozen").await,
+    );
+    // `frozen`'s new entry does not load: a partial load reports it.
+    let loaded = LoadOptions::new()
+        .load_json(r#"{"mcpServers": {"frozen": {"command": 5}}}"#)
+        .expect("a partial load");
+    assert_eq!(loaded.invalid.len(), 1);
+    let mut reload = Reload::from_loaded(loaded);
+    reload.servers = vec![
+        demo("keep", dir.path()),
+        demo("change", dir.path()).env("DEMO_STDERR_LINES", "1"),
+        demo("new", dir.path()),
+    ];
+    let report = sup.send(reload).await.unwrap();
+    let outcomes: Vec<(String, String)> = report
+        .servers
+        .iter()
+        .map(|(name, outcome)| {
+            let shown = outcome.to_string();
+            let word = shown.split_whitespace().next().unwrap_or("").to_owned();
+            (name.clone(), word)
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("change", "replaced"),
+            ("frozen", "kept"),
+            ("gone", "removed"),
+            ("keep", "unchanged"),
+            ("new", "added"),
+        ]
+        .map(|(n, o)| (n.to_owned(), o.to_owned())),
+        "{report:#?}"
+    );
+    assert!(!report.is_ok(), "an entry was invalid");
+    events.ready("new", 1).await;
+    assert_eq!(pid("keep").await, keep, "untouched");
+    assert_eq!(pid("frozen").await, frozen, "runs on as it was");
+    assert_ne!(pid("change").await, change, "a new generation");
+    let missing = sup.send(GetStatus::server("gone")).await.unwrap();
+    assert_eq!(
+        missing.expect_err("removed").kind(),
+        ErrorKind::ServerNotFound
+    );
+    for old in [gone, change].into_iter().flatten() {
+        assert!(
+            gone_within(old, Duration::from_secs(5)).await,
+            "process {old} outlived its server"
+        );
+    }
+    let echo = CallTool::new("new", "echo", json!({"text": "hi"}));
+    assert_eq!(
+        text_of(&sup.send(echo).await.unwrap().expect("added and serving")),
+        "hi"
+    );
+    sup.send(Shutdown).await.unwrap();
+}

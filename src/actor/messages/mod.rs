@@ -393,3 +393,108 @@ pub use crate::session::events::ServerEvent;
 impl Message for ServerEvent {
     type Result = ();
 }
+
+/// Applies a new set of server configurations (e.g. an edited `mcp.json`): the supervisor
+/// diffs it with the servers it runs, by name and settings. New names are added, missing ones
+/// removed (their calls answered as a stopped server's), changed ones replaced make-before-break
+/// as [`ReplaceServer`] does, unchanged ones left alone. An entry of the new configuration that
+/// could not be loaded (a partial load's `invalid`) leaves the server of that name running as it
+/// is. Answers once every step is done, with what became of each server.
+///
+/// ```no_run
+/// # async fn demo(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_supervisor::{Reload, ServerConfig};
+///
+/// let loaded = ServerConfig::load_mcp_servers("mcp.json")?;
+/// let report = sup.send(Reload::from_loaded(loaded)).await?;
+/// for (server, outcome) in &report.servers {
+///     println!("{server}: {outcome}");
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "ReloadReport")]
+pub struct Reload {
+    /// The servers as they should be.
+    pub servers: Vec<ServerConfig>,
+    /// The entries that could not be loaded, each naming its server (`Error::Config`): those
+    /// servers keep running as they are.
+    pub invalid: Vec<Error>,
+    /// How long the old generation of a replaced server may take to finish its calls.
+    pub drain_timeout: Duration,
+}
+
+impl Reload {
+    /// Reloads to exactly `servers`.
+    pub fn new(servers: Vec<ServerConfig>) -> Self {
+        Reload {
+            servers,
+            invalid: Vec::new(),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+
+    /// Reloads to what a (partial) load of an `mcpServers` file gave: its valid servers, and
+    /// its invalid entries, whose servers keep running as they are.
+    pub fn from_loaded(loaded: crate::config::Loaded) -> Self {
+        Reload {
+            servers: loaded.servers,
+            invalid: loaded.invalid,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+        }
+    }
+
+    /// How long the old generation of a replaced server may take to finish its calls.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+}
+
+/// What a [`Reload`] did, server by server.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReloadReport {
+    /// Each server the reload touched or looked at, by name.
+    pub servers: std::collections::BTreeMap<String, ReloadOutcome>,
+}
+
+impl ReloadReport {
+    /// Whether every step succeeded (nothing `Kept` or `Failed`).
+    pub fn is_ok(&self) -> bool {
+        self.servers
+            .values()
+            .all(|o| !matches!(o, ReloadOutcome::Kept(_) | ReloadOutcome::Failed(_)))
+    }
+}
+
+/// What a [`Reload`] did with one server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ReloadOutcome {
+    /// A new server, started.
+    Added,
+    /// No longer configured: stopped and removed.
+    Removed,
+    /// Its configuration changed: replaced make-before-break.
+    Replaced,
+    /// Its configuration is the same: untouched.
+    Unchanged,
+    /// Its new entry could not be loaded: it keeps running as it was.
+    Kept(Error),
+    /// Adding or replacing it failed (a replaced one keeps running as it was).
+    Failed(Error),
+}
+
+impl std::fmt::Display for ReloadOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReloadOutcome::Added => f.write_str("added"),
+            ReloadOutcome::Removed => f.write_str("removed"),
+            ReloadOutcome::Replaced => f.write_str("replaced"),
+            ReloadOutcome::Unchanged => f.write_str("unchanged"),
+            ReloadOutcome::Kept(e) => write!(f, "kept as it was (its new entry is invalid: {e})"),
+            ReloadOutcome::Failed(e) => write!(f, "failed: {e}"),
+        }
+    }
+}
