@@ -30,6 +30,16 @@ async fn ready(events: &mut EventStream, server: &str) {
         .unwrap_or_else(|_| panic!("{server} was not Ready within 10 s"));
 }
 
+/// A client of a supervisor of one server, with its events from the start.
+fn start_one(config: ServerConfig) -> (McpClient, EventStream) {
+    McpClient::start_with_events(
+        Supervisor::builder()
+            .settings(quick_settings())
+            .server(config),
+    )
+    .expect("started")
+}
+
 fn echo_text(result: &model::CallToolResult) -> String {
     serde_json::to_value(&result.content).expect("content")[0]["text"]
         .as_str()
@@ -52,12 +62,7 @@ async fn starting_the_supervisor_without_an_actix_system_is_an_error_not_a_panic
 #[tokio::test]
 async fn a_client_calls_lists_and_shuts_down_under_plain_tokio() {
     let dir = tempdir();
-    let (client, mut events) = McpClient::start_with_events(
-        Supervisor::builder()
-            .settings(quick_settings())
-            .server(demo("demo", dir.path())),
-    )
-    .expect("started");
+    let (client, mut events) = start_one(demo("demo", dir.path()));
     ready(&mut events, "demo").await;
 
     let result = client
@@ -114,12 +119,7 @@ async fn a_client_calls_lists_and_shuts_down_under_plain_tokio() {
 #[tokio::test]
 async fn a_client_is_shared_by_threads_with_runtimes_of_their_own() {
     let dir = tempdir();
-    let (client, mut events) = McpClient::start_with_events(
-        Supervisor::builder()
-            .settings(quick_settings())
-            .server(demo("demo", dir.path())),
-    )
-    .expect("started");
+    let (client, mut events) = start_one(demo("demo", dir.path()));
     ready(&mut events, "demo").await;
     let threads: Vec<_> = (0..4)
         .map(|i| {
@@ -165,12 +165,7 @@ async fn events_subscribed_later_see_what_follows_and_servers_added_at_run_time(
 #[tokio::test]
 async fn dropping_the_last_client_stops_its_servers() {
     let dir = tempdir();
-    let (client, mut events) = McpClient::start_with_events(
-        Supervisor::builder()
-            .settings(quick_settings())
-            .server(demo("demo", dir.path())),
-    )
-    .expect("started");
+    let (client, mut events) = start_one(demo("demo", dir.path()));
     ready(&mut events, "demo").await;
     let pid = client.status().await.expect("status")[0]
         .pid
@@ -200,12 +195,7 @@ async fn dropping_the_last_client_stops_its_servers() {
 #[actix::test]
 async fn inside_an_actix_system_the_client_uses_it() {
     let dir = tempdir();
-    let (client, mut events) = McpClient::start_with_events(
-        Supervisor::builder()
-            .settings(quick_settings())
-            .server(demo("demo", dir.path())),
-    )
-    .expect("started");
+    let (client, mut events) = start_one(demo("demo", dir.path()));
     assert!(
         format!("{client:?}").contains("own_thread: false"),
         "{client:?}"
@@ -272,12 +262,7 @@ async fn a_sync_arbiter_thread_gets_the_error_and_the_client_a_thread_of_its_own
 async fn the_supervisor_thread_logs_to_the_callers_subscriber() {
     let (logs, _guard) = logs::capture(tracing::Level::DEBUG);
     let dir = tempdir();
-    let (client, mut events) = McpClient::start_with_events(
-        Supervisor::builder()
-            .settings(quick_settings())
-            .server(demo("logged", dir.path())),
-    )
-    .expect("started");
+    let (client, mut events) = start_one(demo("logged", dir.path()));
     ready(&mut events, "logged").await;
     client
         .call_tool("logged", "echo", json!({"text": "seen"}))

@@ -36,6 +36,14 @@ async fn startup_failing_twice_is_ready_after_two_retries() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// The WARN lines of a capture.
+fn warnings(logs: &logs::LogCapture) -> Vec<String> {
+    logs.lines()
+        .into_iter()
+        .filter(|l| l.contains(" WARN "))
+        .collect()
+}
+
 /// A normal shutdown is not news: servers of both transports and eras, after calls and a tool
 /// list change, stop without a single WARN. (The exact case the session era warned of,
 /// "refreshing the tool list failed … was stopped", is the next test's: there the shutdown
@@ -72,11 +80,7 @@ async fn a_normal_shutdown_logs_no_warning() {
     // Once more, and the shutdown right behind it, while the refresh waits out its debounce.
     sup.send(notify()).await.unwrap().expect("notified");
     sup.send(Shutdown).await.unwrap();
-    let warnings: Vec<String> = logs
-        .lines()
-        .into_iter()
-        .filter(|l| l.contains(" WARN "))
-        .collect();
+    let warnings = warnings(&logs);
     assert!(warnings.is_empty(), "{warnings:#?}");
     assert!(
         events.states("demo").ends_with(&["stopped"]),
@@ -103,10 +107,6 @@ async fn a_shutdown_during_a_tool_list_refresh_logs_no_warning() {
     })
     .await;
     sup.send(Shutdown).await.unwrap();
-    let warnings: Vec<String> = logs
-        .lines()
-        .into_iter()
-        .filter(|l| l.contains(" WARN "))
-        .collect();
+    let warnings = warnings(&logs);
     assert!(warnings.is_empty(), "{warnings:#?}");
 }

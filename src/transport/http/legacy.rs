@@ -191,14 +191,7 @@ async fn read(
                 },
                 // 2024-11-05 has no resumption: a lost stream is a lost session.
                 SseItem::Retry(_) => {}
-                SseItem::Oversized { bytes } => {
-                    shared
-                        .skips
-                        .oversized
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    crate::telemetry::message_skipped(&shared.server, "oversized");
-                    tracing::warn!(server = %shared.server, bytes, "skipped an SSE event longer than max_message_bytes");
-                }
+                SseItem::Oversized { bytes } => shared.skipped_oversized_event(bytes),
             }
         }
     }

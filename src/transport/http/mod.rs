@@ -310,6 +310,16 @@ fn prepare(
 }
 
 impl Shared {
+    /// An SSE event longer than `max_message_bytes` was dropped (on any stream: a POST's
+    /// answer, the GET stream, the legacy transport's): counted, and said once per event.
+    fn skipped_oversized_event(&self, bytes: usize) {
+        self.skips
+            .oversized
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        crate::telemetry::message_skipped(&self.server, "oversized");
+        tracing::warn!(server = %self.server, bytes, "skipped an SSE event longer than max_message_bytes");
+    }
+
     /// Hands an event to the actor, waiting while the actor is behind (this is the transport's
     /// backpressure), unless the connection is closed.
     async fn emit(&self, event: TransportEvent) {

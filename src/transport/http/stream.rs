@@ -122,14 +122,7 @@ pub(super) async fn pump(
                 SseItem::Retry(delay) => {
                     retry = Some(delay.min(shared.retry_after_cap()).max(MIN_RETRY))
                 }
-                SseItem::Oversized { bytes } => {
-                    shared
-                        .skips
-                        .oversized
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    crate::telemetry::message_skipped(&shared.server, "oversized");
-                    tracing::warn!(server = %shared.server, bytes, "skipped an SSE event longer than max_message_bytes");
-                }
+                SseItem::Oversized { bytes } => shared.skipped_oversized_event(bytes),
             }
         }
         if answered {
