@@ -222,6 +222,40 @@ impl Supervisor {
         }
     }
 
+    /// One server's status, asked of its actor, with its new generation's while a replacement
+    /// is under way.
+    fn status_of(
+        &self,
+        name: &str,
+        entry: &Entry,
+    ) -> impl Future<Output = Result<Vec<ServerStatus>, Error>> + 'static {
+        let ask = |addr: &Addr<ServerActor>| {
+            let name = name.to_owned();
+            let sent = addr.send(GetStatus::server(name.clone()));
+            async move {
+                sent.await
+                    .map_err(|_| Error::Stopped { server: name })
+                    .and_then(|r| r)
+            }
+        };
+        let current = ask(&entry.addr);
+        let next = self
+            .replacements
+            .iter()
+            .find(|e| e.config.name() == name)
+            .map(|e| ask(&e.addr));
+        async move {
+            let mut statuses = current.await?;
+            if let (Some(next), Some(status)) = (next, statuses.first_mut()) {
+                // A new generation that died meanwhile has nothing to show.
+                if let Ok(mut next) = next.await {
+                    status.next_generation = next.pop().map(Box::new);
+                }
+            }
+            Ok(statuses)
+        }
+    }
+
     /// Tells every subscriber of something the supervisor itself did (a replacement's steps).
     fn notify(&mut self, event: ServerEvent) {
         self.subscribers.retain(|s| s.connected());
@@ -557,22 +591,17 @@ impl Handler<GetStatus> for Supervisor {
     type Result = ResponseFuture<Result<Vec<ServerStatus>, Error>>;
 
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        if let Some(server) = msg.server.clone() {
-            let forwarded = self.forward(&server, msg);
-            return Box::pin(async move { forwarded.await? });
+        if let Some(server) = msg.server {
+            let Some(entry) = self.servers.get(&server) else {
+                return Box::pin(std::future::ready(Err(Error::ServerNotFound { server })));
+            };
+            let status = self.status_of(&server, entry);
+            return Box::pin(status);
         }
         let queries: Vec<_> = self
             .servers
             .iter()
-            .map(|(name, e)| {
-                let name = name.clone();
-                let sent = e.addr.send(GetStatus::server(name.clone()));
-                async move {
-                    sent.await
-                        .map_err(|_| Error::Stopped { server: name })
-                        .and_then(|r| r)
-                }
-            })
+            .map(|(name, e)| self.status_of(name, e))
             .collect();
         Box::pin(async move {
             let mut all = Vec::with_capacity(queries.len());

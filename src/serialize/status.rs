@@ -28,6 +28,9 @@ struct StatusView<'a> {
     last_error: Option<ErrorView>,
     pid: Option<u32>,
     pending_calls: usize,
+    /// Only while a replacement is under way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_generation: Option<&'a ServerStatus>,
 }
 
 impl Serialize for ServerStatus {
@@ -49,6 +52,7 @@ impl Serialize for ServerStatus {
             last_error: self.last_error.as_ref().map(ErrorView::from),
             pid: self.pid,
             pending_calls: self.pending_calls,
+            next_generation: self.next_generation.as_deref(),
         }
         .serialize(s)
     }

@@ -1197,6 +1197,7 @@ impl Session {
             last_error: self.last_error.clone(),
             pid: None,
             pending_calls: self.calls.len(),
+            next_generation: None,
         }
     }
 }

@@ -89,6 +89,10 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     /// Calls in flight or waiting for a connection.
     pub pending_calls: usize,
+    /// While the server is being replaced (`Restart`, `ReplaceServer`, `Reload`): the new
+    /// generation, starting beside this one, which serves every call until the new one is
+    /// Ready. Filled in by the supervisor.
+    pub next_generation: Option<Box<ServerStatus>>,
 }
 
 impl ServerStatus {

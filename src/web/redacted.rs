@@ -230,6 +230,7 @@ mod tests {
             last_error: Some(spawn_error()),
             pid: Some(4242),
             pending_calls: 2,
+            next_generation: None,
         };
         let view = serde_json::to_value(Status::from(&status)).unwrap();
         assert_eq!(

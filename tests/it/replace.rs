@@ -245,3 +245,34 @@ async fn a_reload_adds_removes_replaces_and_keeps_in_one_diff() {
     );
     sup.send(Shutdown).await.unwrap();
 }
+
+/// While the new generation starts, the status shows it beside the one that serves the calls.
+#[actix::test]
+async fn the_status_shows_both_generations_while_they_overlap() {
+    let dir = tempdir();
+    let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
+    events.ready("demo", 1).await;
+    let slow = demo("demo", dir.path()).env("DEMO_SLOW_START_MS", "400");
+    let replacing = actix::spawn(sup.send(ReplaceServer::new(slow)));
+    events
+        .wait_count(
+            "the replacement under way",
+            1,
+            Duration::from_secs(5),
+            |e| matches!(e, ServerEvent::Replacing { .. }),
+        )
+        .await;
+    let during = status(&sup, "demo").await;
+    assert_eq!(during.state, ServerState::Ready, "the old one serves");
+    let next = during.next_generation.expect("the new generation is shown");
+    assert_ne!(next.state, ServerState::Ready, "{:?}", next.state);
+    replacing
+        .await
+        .expect("the replacement")
+        .unwrap()
+        .expect("replaced");
+    let after = status(&sup, "demo").await;
+    assert!(after.next_generation.is_none());
+    assert_ne!(after.pid, during.pid, "the new generation serves");
+    sup.send(Shutdown).await.unwrap();
+}
