@@ -154,6 +154,8 @@
 //!   sees everything: by default a request from this machine) and `redacted` (what everyone
 //!   else sees), `events` (the bounded Server-Sent Events stream) and `page` (the operators'
 //!   HTML page and its script).
+//! - `watch` (feature `watch`): `ConfigWatcher`, an `mcpServers` file watched with `notify`
+//!   and each change applied with [`Reload`] (a file that cannot be read is never applied).
 //! - `client`: [`McpClient`], the supervisor from any async Rust: a `Clone + Send + Sync`
 //!   handle with async methods that runs the supervisor on an actix system of its own thread
 //!   (or on the caller's), and [`EventStream`], its events as a stream.
@@ -198,6 +200,8 @@ pub(crate) mod session;
 pub mod skills;
 pub mod telemetry;
 pub(crate) mod transport;
+#[cfg(feature = "watch")]
+pub mod watch;
 #[cfg(feature = "actix-web")]
 pub mod web;
 

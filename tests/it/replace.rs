@@ -276,3 +276,86 @@ async fn the_status_shows_both_generations_while_they_overlap() {
     assert_ne!(after.pid, during.pid, "the new generation serves");
     sup.send(Shutdown).await.unwrap();
 }
+
+/// The watcher's next outcome, within 10 s.
+async fn next_outcome(
+    watcher: &mut mcp_supervisor::watch::ConfigWatcher,
+) -> mcp_supervisor::watch::WatchOutcome {
+    tokio::time::timeout(Duration::from_secs(10), watcher.next())
+        .await
+        .expect("an outcome within 10 s")
+        .expect("the watcher runs")
+}
+
+/// A watched `mcpServers` file: an edit is applied once the file is quiet, an edit that does not
+/// parse is not (the servers run on as they were), and the next good edit is applied again.
+#[actix::test]
+async fn a_watched_file_is_reloaded_on_change_and_a_broken_edit_is_not_applied() {
+    use mcp_supervisor::watch::{ConfigWatcher, WatchOutcome};
+
+    let dir = tempdir();
+    let file = dir.path().join("mcp.json");
+    let demo_exe = env!("CARGO_BIN_EXE_mcp-demo-server");
+    let servers = |names: &[&str]| {
+        let entries: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#""{n}": {{"command": "{demo_exe}"}}"#))
+            .collect();
+        format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
+    };
+    std::fs::write(&file, servers(&["one"])).unwrap();
+    let loaded = ServerConfig::load_mcp_servers(&file).expect("the file loads");
+    let (sup, events) = start_supervisor(quick_settings(), loaded.servers);
+    events.ready("one", 1).await;
+    let mut watcher = ConfigWatcher::start_with(
+        sup.clone(),
+        &file,
+        LoadOptions::new(),
+        Duration::from_millis(50),
+    )
+    .expect("watching");
+    // An editor's save: a new file renamed over the old one.
+    let saved = dir.path().join("mcp.json.tmp");
+    std::fs::write(&saved, servers(&["one", "two"])).unwrap();
+    std::fs::rename(&saved, &file).unwrap();
+    match next_outcome(&mut watcher).await {
+        WatchOutcome::Reloaded(report) => {
+            assert!(
+                matches!(report.servers["two"], ReloadOutcome::Added),
+                "{report:?}"
+            );
+            assert!(
+                matches!(report.servers["one"], ReloadOutcome::Unchanged),
+                "{report:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    events.ready("two", 1).await;
+
+    // A broken edit: nothing applied, both run on.
+    std::fs::write(&file, r#"{"mcpServers": {"one": "#).unwrap();
+    match next_outcome(&mut watcher).await {
+        WatchOutcome::Refused(error) => assert_eq!(error.kind(), ErrorKind::Config, "{error}"),
+        other => panic!("{other:?}"),
+    }
+    for name in ["one", "two"] {
+        assert_eq!(status(&sup, name).await.state, ServerState::Ready, "{name}");
+    }
+
+    // Mended, with `one` gone.
+    std::fs::write(&file, servers(&["two"])).unwrap();
+    match next_outcome(&mut watcher).await {
+        WatchOutcome::Reloaded(report) => {
+            assert!(
+                matches!(report.servers["one"], ReloadOutcome::Removed),
+                "{report:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let gone = sup.send(GetStatus::server("one")).await.unwrap();
+    assert_eq!(gone.expect_err("removed").kind(), ErrorKind::ServerNotFound);
+    drop(watcher);
+    sup.send(Shutdown).await.unwrap();
+}

@@ -760,3 +760,79 @@ fn watch_json_prints_events_until_interrupted() {
     let status = child.0.wait().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.code(), Some(0));
 }
+
+/// `watch --reload`: a change of the file is applied (a server added), a broken edit is not
+/// (and says why), and Ctrl-C still ends it with 0.
+#[test]
+fn watch_reload_applies_a_changed_file_and_refuses_a_broken_one() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    let dir = common::tempdir();
+    let file = dir.path().join("mcp.json");
+    let servers = |names: &[&str]| {
+        let entries: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#""{n}": {{"command": "{DEMO}"}}"#))
+            .collect();
+        format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
+    };
+    std::fs::write(&file, servers(&["one"])).unwrap();
+    let child = Command::new(MCPCTL)
+        .arg("--config")
+        .arg(&file)
+        .args(["watch", "--reload", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    let mut child = Reaped(child);
+    let Some(out) = child.0.stdout.take() else {
+        panic!("no stdout")
+    };
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str, matches: &dyn Fn(&Value) -> bool| loop {
+        let line = match lines.recv_timeout(Duration::from_secs(20)) {
+            Ok(line) => line,
+            Err(e) => panic!("no {what}: {e}"),
+        };
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        if matches(&event) {
+            break event;
+        }
+    };
+    let ready = |server: &'static str| {
+        move |e: &Value| {
+            e["event"] == "state_changed" && e["state"] == "ready" && e["server"] == server
+        }
+    };
+    next("one ready", &ready("one"));
+    std::fs::write(&file, servers(&["one", "two"])).unwrap();
+    let reloaded = next("the reload", &|e| e["event"] == "reloaded");
+    assert_eq!(reloaded["servers"]["two"], "added", "{reloaded}");
+    assert_eq!(reloaded["servers"]["one"], "unchanged", "{reloaded}");
+    next("two ready", &ready("two"));
+    std::fs::write(&file, r#"{"mcpServers": "#).unwrap();
+    let refused = next("the refusal", &|e| e["event"] == "reload_refused");
+    assert_eq!(refused["error"]["kind"], "config", "{refused}");
+    common::kill(child.0.id(), nix::sys::signal::Signal::SIGINT);
+    let status = child.0.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(0));
+}

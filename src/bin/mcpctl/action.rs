@@ -42,7 +42,10 @@ pub(crate) enum Action {
         arguments: Map<String, Value>,
         timeout: Duration,
     },
-    Watch,
+    Watch {
+        /// Apply each change of the mcpServers file.
+        reload: bool,
+    },
 }
 
 /// `tools`, `resources`, `templates`, `prompts`: all servers or one.
@@ -69,7 +72,16 @@ impl Action {
             Command::Call(args) => call(args, single)?,
             Command::Read(args) => read(args, single)?,
             Command::Prompt(args) => prompt(args, single)?,
-            Command::Watch { .. } => Action::Watch,
+            Command::Watch { reload, .. } => {
+                if reload && single.is_some() {
+                    return Err(
+                        "--reload watches the mcpServers file (--config), not a server \
+                                given on the command line"
+                            .into(),
+                    );
+                }
+                Action::Watch { reload }
+            }
             // A login is the status of the one server, reached through the browser.
             Command::Login { server, wait, .. } => {
                 let server = only(server, single)?;
@@ -95,7 +107,7 @@ impl Action {
             | Action::Read { server, .. }
             | Action::Prompt { server, .. } => Some(server),
             Action::Status { server, .. } => server.as_deref(),
-            Action::Watch => None,
+            Action::Watch { .. } => None,
         }
     }
 }

@@ -200,9 +200,20 @@ pub(crate) enum Command {
     ///
     /// With --json, one object per event: {"unix_ms":..,"server":..,"event":"state_changed",
     /// "state":..,"message":..}, or "event" tools_changed (added, removed), resource_updated
-    /// (uri), log (params), notification (method, params).
+    /// (uri), log (params), notification (method, params), replacing, replaced,
+    /// replace_failed (error).
+    ///
+    /// --reload also watches the mcpServers file (--config) and applies each change:
+    /// new servers are added, missing ones removed, changed ones replaced without a failed
+    /// call (the new process takes the calls once it is ready), unchanged ones left alone. A
+    /// file that does not parse is not applied. With --json: {"unix_ms":..,"event":"reloaded",
+    /// "servers":{"NAME":"added"|"removed"|"replaced"|"unchanged"|"kept: ..."|"failed: ..."}}
+    /// or {"unix_ms":..,"event":"reload_refused","error":{"kind":..,"message":..}}.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Watch {
+        /// Apply each change of the mcpServers file (--config)
+        #[arg(long)]
+        reload: bool,
         #[command(flatten)]
         stdio: StdioCommand,
     },
@@ -329,7 +340,7 @@ impl Command {
     /// The command of a `--stdio` server, as given after `--`.
     pub(crate) fn stdio_command(&self) -> &[String] {
         match self {
-            Command::Status { stdio, .. } | Command::Watch { stdio } => &stdio.command,
+            Command::Status { stdio, .. } | Command::Watch { stdio, .. } => &stdio.command,
             Command::Tools(a)
             | Command::Resources(a)
             | Command::Templates(a)

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_supervisor::watch::{ConfigWatcher, WatchOutcome};
 use mcp_supervisor::{CallTool, Error, ServerStatus};
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
@@ -60,7 +61,7 @@ impl Session {
                 arguments,
                 timeout,
             } => self.prompt(server, name, arguments, *timeout).await,
-            Action::Watch => self.watch().await,
+            Action::Watch { reload } => self.watch(*reload).await,
         }
     }
 
@@ -199,13 +200,49 @@ impl Session {
         Some(tool.input_schema.clone())
     }
 
-    async fn watch(&mut self) -> u8 {
-        eprintln!("mcpctl: watching; Ctrl-C to stop");
-        while let Some(event) = self.events.recv().await {
-            self.printer.print(&event);
+    async fn watch(&mut self, reload: bool) -> u8 {
+        let mut watcher = match (&self.file, reload) {
+            (Some((path, options)), true) => {
+                match ConfigWatcher::start(self.sup.clone(), path, options.clone()) {
+                    Ok(watcher) => {
+                        eprintln!(
+                            "mcpctl: watching, and applying each change of {}; Ctrl-C to stop",
+                            path.display()
+                        );
+                        Some(watcher)
+                    }
+                    Err(e) => {
+                        eprintln!("mcpctl: {e}");
+                        return EXIT_USAGE;
+                    }
+                }
+            }
+            _ => {
+                eprintln!("mcpctl: watching; Ctrl-C to stop");
+                None
+            }
+        };
+        loop {
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(event) => self.printer.print(&event),
+                    None => break,
+                },
+                Some(outcome) = next_outcome(&mut watcher) => {
+                    self.printer.print_reload(&outcome);
+                }
+            }
         }
         eprintln!("mcpctl: the supervisor's events stopped");
         EXIT_FAILED
+    }
+}
+
+/// The watcher's next outcome; never, without a watcher.
+async fn next_outcome(watcher: &mut Option<ConfigWatcher>) -> Option<WatchOutcome> {
+    match watcher {
+        Some(watcher) => watcher.next().await,
+        None => std::future::pending().await,
     }
 }
 

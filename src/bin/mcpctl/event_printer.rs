@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_supervisor::protocol::text::server_text;
-use mcp_supervisor::ServerEvent;
+use mcp_supervisor::watch::WatchOutcome;
+use mcp_supervisor::{ReloadOutcome, ServerEvent};
 use serde_json::Value;
 
 use crate::json;
@@ -46,6 +47,32 @@ impl EventPrinter {
         let indent = " ".repeat(prefix.chars().count());
         let text = self.describe(event).replace('\n', &format!("\n{indent}"));
         out!("{prefix}{text}");
+    }
+
+    /// What `watch --reload` made of a change of the file.
+    pub(crate) fn print_reload(&mut self, outcome: &WatchOutcome) {
+        if self.json {
+            out!("{}", json::reload(unix_ms(), outcome));
+            return;
+        }
+        let text = match outcome {
+            WatchOutcome::Reloaded(report) => {
+                let steps: Vec<String> = report
+                    .servers
+                    .iter()
+                    .filter(|(_, o)| !matches!(o, ReloadOutcome::Unchanged))
+                    .map(|(name, o)| format!("{name} {o}"))
+                    .collect();
+                match steps.is_empty() {
+                    true => "the file changed; nothing to do".to_owned(),
+                    false => format!("the file was applied: {}", steps.join(", ")),
+                }
+            }
+            WatchOutcome::Refused(e) => format!("the file was not applied: {e}"),
+            other => format!("{other:?}"),
+        };
+        // The names are the file's, the errors escaped where they were made.
+        out!("{} {text}", utc_now());
     }
 
     fn describe(&mut self, event: &ServerEvent) -> String {

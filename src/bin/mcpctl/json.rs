@@ -139,6 +139,29 @@ fn unserializable(e: &serde_json::Error) -> Value {
     json!({ "unserializable": e.to_string() })
 }
 
+/// What `watch --reload` made of a change of the file: `{"unix_ms":..,"event":"reloaded",
+/// "servers":{"NAME":"added"|..}}` or `{"unix_ms":..,"event":"reload_refused","error":{..}}`.
+pub(crate) fn reload(unix_ms: u64, outcome: &mcp_supervisor::watch::WatchOutcome) -> String {
+    use mcp_supervisor::watch::WatchOutcome;
+    let line = match outcome {
+        WatchOutcome::Reloaded(report) => {
+            let servers: serde_json::Map<String, Value> = report
+                .servers
+                .iter()
+                .map(|(name, o)| (name.clone(), Value::String(o.to_string())))
+                .collect();
+            json!({ "unix_ms": unix_ms, "event": "reloaded", "servers": servers })
+        }
+        WatchOutcome::Refused(e) => json!({
+            "unix_ms": unix_ms,
+            "event": "reload_refused",
+            "error": { "kind": e.code(), "message": e.to_string() },
+        }),
+        other => json!({ "unix_ms": unix_ms, "event": "other", "debug": format!("{other:?}") }),
+    };
+    line.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

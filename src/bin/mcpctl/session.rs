@@ -26,6 +26,7 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
         configs,
         invalid,
         disabled,
+        file,
     } = servers;
     let width = configs.iter().map(|s| s.name().len()).max().unwrap_or(0);
     let (tx, events) = mpsc::unbounded_channel();
@@ -48,8 +49,9 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
         json,
         invalid,
         disabled,
+        file,
     };
-    let watching = matches!(action, Action::Watch);
+    let watching = matches!(action, Action::Watch { .. });
     // `biased`: a command that has finished keeps its own code, even when stdout closed
     // during its last poll.
     let (code, cut_short) = tokio::select! {
@@ -102,6 +104,8 @@ pub(crate) struct Session {
     pub(crate) invalid: Vec<mcp_supervisor::Error>,
     /// The config file's disabled servers.
     pub(crate) disabled: Vec<String>,
+    /// The config file and how it was read (`watch --reload`).
+    pub(crate) file: Option<(std::path::PathBuf, mcp_supervisor::LoadOptions)>,
 }
 
 impl Session {

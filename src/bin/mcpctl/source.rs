@@ -23,6 +23,9 @@ pub(crate) struct Servers {
     pub(crate) invalid: Vec<Error>,
     /// The names of the file's disabled servers.
     pub(crate) disabled: Vec<String>,
+    /// The file they came from and how it was read, for `watch --reload`; `None` for a server
+    /// given on the command line.
+    pub(crate) file: Option<(PathBuf, LoadOptions)>,
 }
 
 /// The server given on the command line, if one is; an error for options that do not fit.
@@ -108,6 +111,7 @@ pub(crate) fn load_file(
         configs: loaded.servers,
         invalid: loaded.invalid,
         disabled: loaded.disabled,
+        file: Some((path, options)),
     })
 }
 
@@ -118,6 +122,7 @@ impl Servers {
             configs: vec![config],
             invalid: Vec::new(),
             disabled: Vec::new(),
+            file: None,
         }
     }
 
