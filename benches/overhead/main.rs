@@ -32,7 +32,8 @@
 //! This file holds the arguments and the order of the run: which children are started, with
 //! what, and which report sections follow. Each measured thing is a module with its child's
 //! side (the measurement, answering one JSON `RESULT`) and its part of the report:
-//! [`stdio`] (one file per client), [`http`], [`recovery`], [`scale`] and [`herd`] (which runs
+//! [`stdio`] (one file per client), [`http`], [`recovery`], [`replacement`] (a restart without
+//! a failed call), [`scale`] and [`herd`] (which runs
 //! on scale's fleets, in scale's child, and adds its rows to scale's table). Shared
 //! rooms: [`plan`] (the sizes of a quick and a full run), [`child`] (re-executing this binary),
 //! [`workload`] (serial and concurrent load), [`echo`] (the call every client makes),
@@ -50,6 +51,7 @@ mod http;
 mod plan;
 mod procfs;
 mod recovery;
+mod replacement;
 mod report;
 mod scale;
 mod server_process;
@@ -133,7 +135,14 @@ fn orchestrate(plan: &Plan) {
         Duration::from_secs(300),
     );
 
-    // 4. Scale and herd: one child, since the herd is set off on the fleet that scale started.
+    // 4. Replacement: restarts under a caller.
+    let replacement = child::run(
+        plan,
+        &["replacement", &plan.kills.to_string()],
+        Duration::from_secs(300),
+    );
+
+    // 5. Scale and herd: one child, since the herd is set off on the fleet that scale started.
     let scale = child::run(
         plan,
         &["scale", &plan.scale.to_string()],
@@ -144,6 +153,7 @@ fn orchestrate(plan: &Plan) {
     stdio::report(&mut report, plan, &stdio);
     http::report(&mut report, &http);
     recovery::report(&mut report, &recovery);
+    replacement::report(&mut report, &replacement);
     scale::report(&mut report, &scale); // with the herd's rows
     report.footer(plan, &machine);
     report.write(started);
@@ -170,6 +180,7 @@ fn child_main(args: &[String]) {
         }
         Some("http") => system.block_on(http::child(arg(1), arg(2))),
         Some("recovery") => system.block_on(recovery::child(arg(1))),
+        Some("replacement") => system.block_on(replacement::child(arg(1))),
         Some("scale") => system.block_on(scale::child(arg(1))),
         Some("stdio-stop") => system.block_on(scale::stop_child()),
         Some("http-server") => {
