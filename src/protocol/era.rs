@@ -156,10 +156,22 @@ pub fn named_versions<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Strin
     let ours = |v: &str| {
         MODERN_VERSIONS.contains(&v) || lifecycle::SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
     };
+    // Past the bound, each of ours once: a list that repeats one of ours without end must not
+    // be kept without end.
+    let mut ours_kept: Vec<&str> = Vec::new();
     names
         .into_iter()
         .enumerate()
-        .filter(|(i, v)| *i < MAX_NAMED_VERSIONS || ours(v))
+        .filter(|(i, v)| {
+            if *i < MAX_NAMED_VERSIONS {
+                return true;
+            }
+            if !ours(v) || ours_kept.contains(v) {
+                return false;
+            }
+            ours_kept.push(v);
+            true
+        })
         .map(|(_, v)| server_text(v))
         .collect()
 }
@@ -217,6 +229,20 @@ pub fn judge_initialize_error(error: &RpcError) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    /// Found by fuzzing: a list that repeats one of our versions past the bound kept every
+    /// repetition (23 of a 40-long list); each of ours is kept once there now.
+    #[test]
+    fn a_list_repeating_one_of_our_versions_stays_bounded() {
+        let mut names = vec!["x"; MAX_NAMED_VERSIONS];
+        names.extend(std::iter::repeat_n("2026-07-28", 1000));
+        names.push("2025-11-25");
+        names.push("2025-11-25");
+        let kept = named_versions(names);
+        assert_eq!(kept.len(), MAX_NAMED_VERSIONS + 2, "{kept:?}");
+        assert_eq!(kept[MAX_NAMED_VERSIONS], "2026-07-28");
+        assert_eq!(kept[MAX_NAMED_VERSIONS + 1], "2025-11-25");
+    }
 
     use super::*;
 
