@@ -706,39 +706,11 @@ fn waiting_for_the_schema_counts_against_the_call_timeout() {
 /// `stopped` is printed) and exits with 0.
 #[test]
 fn watch_json_prints_events_until_interrupted() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-    use std::sync::mpsc;
     use std::time::Duration;
 
-    /// Kills mcpctl if the test fails before it has exited.
-    struct Reaped(std::process::Child);
-    impl Drop for Reaped {
-        fn drop(&mut self) {
-            // After a successful wait, std knows the child is gone and sends nothing.
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    let child = Command::new(MCPCTL)
-        .args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
-    let mut child = Reaped(child);
-    let Some(out) = child.0.stdout.take() else {
-        panic!("no stdout")
-    };
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) = spawn_reading_lines(
+        Command::new(MCPCTL).args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO]),
+    );
     let next_state = |want: &str| loop {
         let line = match lines.recv_timeout(Duration::from_secs(20)) {
             Ok(line) => line,
@@ -765,18 +737,7 @@ fn watch_json_prints_events_until_interrupted() {
 /// (and says why), and Ctrl-C still ends it with 0.
 #[test]
 fn watch_reload_applies_a_changed_file_and_refuses_a_broken_one() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-    use std::sync::mpsc;
     use std::time::Duration;
-
-    struct Reaped(std::process::Child);
-    impl Drop for Reaped {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 
     let dir = common::tempdir();
     let file = dir.path().join("mcp.json");
@@ -788,26 +749,12 @@ fn watch_reload_applies_a_changed_file_and_refuses_a_broken_one() {
         format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
     };
     std::fs::write(&file, servers(&["one"])).unwrap();
-    let child = Command::new(MCPCTL)
-        .arg("--config")
-        .arg(&file)
-        .args(["watch", "--reload", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
-    let mut child = Reaped(child);
-    let Some(out) = child.0.stdout.take() else {
-        panic!("no stdout")
-    };
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines) = spawn_reading_lines(
+        Command::new(MCPCTL)
+            .arg("--config")
+            .arg(&file)
+            .args(["watch", "--reload", "--json"]),
+    );
     let next = |what: &str, matches: &dyn Fn(&Value) -> bool| loop {
         let line = match lines.recv_timeout(Duration::from_secs(20)) {
             Ok(line) => line,
@@ -835,4 +782,40 @@ fn watch_reload_applies_a_changed_file_and_refuses_a_broken_one() {
     common::kill(child.0.id(), nix::sys::signal::Signal::SIGINT);
     let status = child.0.wait().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status.code(), Some(0));
+}
+
+/// Kills mcpctl if the test fails before it has exited.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // After a successful wait, std knows the child is gone and sends nothing.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a long-running mcpctl (`watch`) and hands its stdout over line by line, as it comes.
+fn spawn_reading_lines(command: &mut Command) -> (Reaped, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mcpctl: {e}"));
+    let mut child = Reaped(child);
+    let Some(out) = child.0.stdout.take() else {
+        panic!("no stdout")
+    };
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
 }
