@@ -198,6 +198,7 @@ pub mod protocol;
 pub mod serialize;
 pub(crate) mod session;
 pub mod skills;
+pub mod tasks;
 pub mod telemetry;
 pub(crate) mod transport;
 #[cfg(feature = "watch")]
@@ -225,8 +226,10 @@ pub use config::{HttpMode, LoadOptions, Loaded, ServerConfig, Settings, StdioCon
 pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
+pub use tasks::TaskHandle;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
+pub use protocol::tasks::TaskStatus;
 #[cfg(feature = "serde")]
 pub use serialize::ErrorView;
 

@@ -153,6 +153,17 @@ settings! {
     /// (the default) leaves it to the server. Sent as `logging/setLevel` after the handshake,
     /// and in the 2026-07-28 revision on every request (without it a modern server sends none).
     log_level: Option<LogLevel> = None;
+    /// Whether requests of the 2026-07-28 revision declare the Tasks extension
+    /// (`io.modelcontextprotocol/tasks`, default true), which lets a server answer a
+    /// `tools/call` with a task: the call then polls it and is answered with its result, as
+    /// if the server had answered at once. false: servers run every call in its request.
+    tasks: bool = true;
+    /// The shortest wait between two polls of a task (`tasks/get`), whatever interval the
+    /// server asks for (default 100 ms).
+    task_poll_floor: Duration = Duration::from_millis(100);
+    /// The longest wait between two polls of a task, whatever interval the server asks for
+    /// (default 60 s): a task's end is only learnt by asking.
+    task_poll_ceiling: Duration = Duration::from_secs(60);
 }
 
 impl ServerConfig {

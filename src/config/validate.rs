@@ -102,11 +102,28 @@ fn check_settings(s: &Settings, error: &dyn Fn(&str, &str) -> Error) -> Result<(
             "must be above zero: a server that crashes right after it connects would be \
              restarted in a tight loop",
         ),
+        (
+            "task_poll_floor",
+            s.task_poll_floor,
+            "must be above zero: a server that asks for no pause between polls of a task \
+             would be polled in a tight loop",
+        ),
     ];
     for (field, value, message) in above_zero {
         if value.is_zero() {
             return Err(error(field, message));
         }
+    }
+    if s.task_poll_ceiling < s.task_poll_floor {
+        return Err(error(
+            "task_poll_ceiling",
+            &format!(
+                "{} is shorter than task_poll_floor ({}): no wait between two polls of a task \
+                 could keep both",
+                show(s.task_poll_ceiling),
+                show(s.task_poll_floor)
+            ),
+        ));
     }
     if s.max_in_flight == 0 {
         return Err(error(
@@ -470,6 +487,11 @@ mod tests {
             ("call_timeout", Box::new(|s| s.call_timeout = ms(0))),
             ("ping_timeout", Box::new(|s| s.ping_timeout = ms(0))),
             ("stability_window", Box::new(|s| s.stability_window = ms(0))),
+            ("task_poll_floor", Box::new(|s| s.task_poll_floor = ms(0))),
+            (
+                "task_poll_ceiling",
+                Box::new(|s| s.task_poll_ceiling = ms(50)),
+            ),
             (
                 "startup_backoff",
                 Box::new(|s| s.startup_backoff = Backoff::new(ms(5000), ms(10))),

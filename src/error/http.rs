@@ -21,6 +21,7 @@
 //! | `server_not_found` | 404 Not Found | |
 //! | `config` | 500 Internal Server Error | |
 //! | `stopped` | 503 Service Unavailable | |
+//! | `cancelled` | 502 Bad Gateway | |
 //!
 //! `Retry-After` ([`Error::http_retry_after`]) is the wait the server asked for where the error
 //! carries one, otherwise [`DEFAULT_RETRY_AFTER`].
@@ -51,7 +52,8 @@ impl ErrorKind {
             | ErrorKind::UnsupportedProtocolVersion
             | ErrorKind::InvalidResponse
             | ErrorKind::Refused
-            | ErrorKind::Rpc => 502,
+            | ErrorKind::Rpc
+            | ErrorKind::Cancelled => 502,
             ErrorKind::ServerNotFound => 404,
             ErrorKind::Config => 500,
         }

@@ -242,6 +242,47 @@ pub enum Error {
         message: String,
     },
 
+    /// The server ran the call as a task (the Tasks extension), and the task was cancelled
+    /// before it completed: by the server, or at our request.
+    #[error("server `{server}`: {method} was cancelled on the server (task `{task_id}`){}", Said(.message))]
+    Cancelled {
+        /// Server name.
+        server: String,
+        /// JSON-RPC method of the call.
+        method: String,
+        /// The task's id (escaped and bounded).
+        task_id: String,
+        /// What the server said about it, escaped and bounded.
+        message: Option<String>,
+    },
+
+    /// The server ran the call as a task, and no longer knows it: it was restarted without
+    /// keeping its tasks, or the task's time to live passed. Whether the tool ran, and how far,
+    /// is unknown (as with [`ErrorKind::OutcomeUnknown`], its kind): check before running it
+    /// again. It was not run again by us.
+    #[error("server `{server}`: outcome of tools/call {tool} is unknown: the server no longer knows its task `{task_id}` ({reason})")]
+    TaskLost {
+        /// Server name.
+        server: String,
+        /// The tool the task ran.
+        tool: String,
+        /// The task's id (escaped and bounded).
+        task_id: String,
+        /// What the server said, or what we saw (escaped and bounded).
+        reason: String,
+    },
+
+    /// The call's deadline passed while the server still ran it as a task. The task was not
+    /// cancelled: it runs on, and [`Error::task`] names it, to await it later or cancel it.
+    /// A timeout by kind.
+    #[error("server `{}`: tools/call {} timed out after {timeout:?}; it runs on as task `{}`", .handle.server, .handle.tool, .handle.task_id)]
+    TaskTimeout {
+        /// The task.
+        handle: Box<crate::tasks::TaskHandle>,
+        /// The timeout that expired.
+        timeout: Duration,
+    },
+
     /// The server or the supervisor was shut down while the call was pending.
     #[error("server `{server}` was stopped")]
     Stopped {
@@ -328,6 +369,18 @@ impl fmt::Display for InDir<'_> {
     }
 }
 
+/// What a server said, after a message, when it said something.
+struct Said<'a>(&'a Option<String>);
+
+impl fmt::Display for Said<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(said) => write!(f, ": {said}"),
+            None => Ok(()),
+        }
+    }
+}
+
 struct ServerName<'a>(&'a Option<String>);
 
 impl fmt::Display for ServerName<'_> {
@@ -390,6 +443,8 @@ pub enum ErrorKind {
     Config,
     /// Shut down.
     Stopped,
+    /// The server ran the call as a task, and the task was cancelled before it completed.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -409,6 +464,7 @@ impl ErrorKind {
             ErrorKind::ServerNotFound => "server_not_found",
             ErrorKind::Config => "config",
             ErrorKind::Stopped => "stopped",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -423,8 +479,9 @@ impl Error {
     /// The kind of this error: what the caller can do about it.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Timeout { .. } => ErrorKind::Timeout,
-            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
+            Error::Timeout { .. } | Error::TaskTimeout { .. } => ErrorKind::Timeout,
+            Error::OutcomeUnknown { .. } | Error::TaskLost { .. } => ErrorKind::OutcomeUnknown,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::Unavailable { .. } => ErrorKind::Unavailable,
             Error::Connection { .. } | Error::Spawn { .. } => ErrorKind::InvalidConnection,
             Error::Unauthorized { .. } | Error::AuthorizationRequired { .. } => {
@@ -462,6 +519,15 @@ impl Error {
                 | Error::SupervisorStopped
                 | Error::Runtime { .. }
         )
+    }
+
+    /// The task a call ran as, when the error is about one that runs on
+    /// ([`Error::TaskTimeout`]): await it later, or cancel it.
+    pub fn task(&self) -> Option<&crate::tasks::TaskHandle> {
+        match self {
+            Error::TaskTimeout { handle, .. } => Some(handle),
+            _ => None,
+        }
     }
 
     /// Shorthand for `self.kind().code()`.

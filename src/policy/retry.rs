@@ -61,6 +61,10 @@ pub fn is_safe_by_nature(method: &str) -> bool {
             | "logging/setLevel"
             | "skills/list"
             | "skills/get"
+            // The Tasks extension: reading a task, and asking for its end (cooperative, and
+            // the same intent however often it is said).
+            | "tasks/get"
+            | "tasks/cancel"
     )
 }
 

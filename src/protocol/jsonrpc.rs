@@ -13,6 +13,9 @@ pub mod codes {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     /// Internal JSON-RPC error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// Invalid method parameter(s); for the Tasks extension's requests, a task the server does
+    /// not know.
+    pub const INVALID_PARAMS: i64 = -32602;
 }
 
 /// A request id as it appears on the wire. Ours are always numbers; servers may use strings.

@@ -11,5 +11,6 @@ pub mod mrtr;
 pub mod pagination;
 pub mod response;
 pub mod sse;
+pub mod tasks;
 pub mod text;
 pub mod tool_result;

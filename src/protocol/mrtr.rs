@@ -12,6 +12,8 @@
 use serde_json::{Map, Value};
 
 use crate::protocol::jsonrpc::{codes, RpcError};
+use crate::protocol::tasks::{self, TaskState};
+use crate::protocol::text::server_text;
 
 /// The answer to a request a server of the modern revision sent us: the revision has none (it
 /// asks for input in its results), so the request is refused as an unknown method, the
@@ -50,6 +52,9 @@ pub enum Round {
         /// To send back unchanged, if the server gave one.
         request_state: Option<Value>,
     },
+    /// The server runs the request as a task (the Tasks extension): the result comes from
+    /// polling it.
+    Task(Box<TaskState>),
 }
 
 /// Reads the `resultType` of the result of `method`. `Err` says why the result is invalid.
@@ -65,23 +70,10 @@ pub fn classify(method: &str, result: &Value) -> Result<Round, String> {
             "resultType input_required is not allowed for {method}"
         )),
         "input_required" => {
-            let mut requests = Vec::new();
-            match result.get("inputRequests") {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(all)) => {
-                    for (key, request) in all {
-                        let Some(method) = request.get("method").and_then(Value::as_str) else {
-                            return Err(format!("inputRequests.{key} has no method"));
-                        };
-                        requests.push(InputRequest {
-                            key: key.clone(),
-                            method: method.to_owned(),
-                            params: request.get("params").cloned(),
-                        });
-                    }
-                }
-                Some(_) => return Err("inputRequests is not an object".into()),
-            }
+            let requests = match result.get("inputRequests") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(requests) => input_requests(requests)?,
+            };
             let request_state = match result.get("requestState") {
                 None | Some(Value::Null) => None,
                 Some(state @ Value::String(_)) => Some(state.clone()),
@@ -95,11 +87,35 @@ pub fn classify(method: &str, result: &Value) -> Result<Round, String> {
                 request_state,
             })
         }
+        "task" if !tasks::TASK_METHODS.contains(&method) => {
+            Err(format!("resultType task is not allowed for {method}"))
+        }
+        "task" => tasks::parse_task(result).map(|task| Round::Task(Box::new(task))),
         other => Err(format!(
             "unrecognised resultType {}",
-            crate::protocol::text::server_text(other)
+            server_text(other)
         )),
     }
+}
+
+/// The input requests of an `inputRequests` object, in the server's order. `Err` says what is
+/// wrong with it.
+pub fn input_requests(value: &Value) -> Result<Vec<InputRequest>, String> {
+    let Value::Object(all) = value else {
+        return Err("inputRequests is not an object".into());
+    };
+    let mut requests = Vec::with_capacity(all.len());
+    for (key, request) in all {
+        let Some(method) = request.get("method").and_then(Value::as_str) else {
+            return Err(format!("inputRequests.{} has no method", server_text(key)));
+        };
+        requests.push(InputRequest {
+            key: key.clone(),
+            method: method.to_owned(),
+            params: request.get("params").cloned(),
+        });
+    }
+    Ok(requests)
 }
 
 /// The params of the next round: the original request's, with `inputResponses` (when there
@@ -148,6 +164,19 @@ mod tests {
             &json!({"resultType": "input_required", "requestState": "x"})
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_task_answers_only_a_tools_call() {
+        let task = json!({"resultType": "task", "taskId": "t", "status": "working"});
+        assert!(matches!(
+            classify("tools/call", &task),
+            Ok(Round::Task(t)) if t.task_id == "t"
+        ));
+        let refused = classify("prompts/get", &task).expect_err("not for prompts/get");
+        assert!(refused.contains("not allowed for prompts/get"), "{refused}");
+        let broken = json!({"resultType": "task", "status": "working"});
+        assert!(classify("tools/call", &broken).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind};
 
 /// Every kind, for reading codes back. `exhaustive` below fails to compile when a kind is
 /// added and not listed.
-const KINDS: [ErrorKind; 13] = [
+const KINDS: [ErrorKind; 14] = [
     ErrorKind::Timeout,
     ErrorKind::OutcomeUnknown,
     ErrorKind::Unavailable,
@@ -24,6 +24,7 @@ const KINDS: [ErrorKind; 13] = [
     ErrorKind::ServerNotFound,
     ErrorKind::Config,
     ErrorKind::Stopped,
+    ErrorKind::Cancelled,
 ];
 
 #[allow(dead_code)]
@@ -41,7 +42,8 @@ fn exhaustive(kind: ErrorKind) {
         | ErrorKind::Overloaded
         | ErrorKind::ServerNotFound
         | ErrorKind::Config
-        | ErrorKind::Stopped => {}
+        | ErrorKind::Stopped
+        | ErrorKind::Cancelled => {}
     }
 }
 
@@ -61,7 +63,7 @@ impl<'de> Deserialize<'de> for ErrorKind {
     }
 }
 
-const CODES: [&str; 13] = [
+const CODES: [&str; 14] = [
     "timeout",
     "outcome_unknown",
     "unavailable",
@@ -75,6 +77,7 @@ const CODES: [&str; 13] = [
     "server_not_found",
     "config",
     "stopped",
+    "cancelled",
 ];
 
 /// An [`Error`] as JSON: `{"code": "timeout", "message": "server `fs`: tools/call timed out
@@ -111,6 +114,9 @@ pub struct ErrorView {
     /// The setting to fix, for configuration and spawn errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// The id of the task the call ran as, for the errors of calls the server ran as tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl From<&Error> for ErrorView {
@@ -126,6 +132,7 @@ impl From<&Error> for ErrorView {
             status: None,
             data: None,
             field: None,
+            task_id: None,
         };
         let owned = |s: &String| Some(s.clone());
         match e {
@@ -187,6 +194,28 @@ impl From<&Error> for ErrorView {
             Error::Config { server, field, .. } => {
                 view.server = server.clone();
                 view.field = owned(field);
+            }
+            Error::Cancelled {
+                server,
+                method,
+                task_id,
+                ..
+            } => {
+                view.server = owned(server);
+                view.method = owned(method);
+                view.task_id = owned(task_id);
+            }
+            Error::TaskLost {
+                server, task_id, ..
+            } => {
+                view.server = owned(server);
+                view.method = Some("tools/call".into());
+                view.task_id = owned(task_id);
+            }
+            Error::TaskTimeout { handle, .. } => {
+                view.server = Some(handle.server.clone());
+                view.method = Some("tools/call".into());
+                view.task_id = Some(handle.task_id.clone());
             }
             Error::Unavailable { server, .. }
             | Error::AuthorizationRequired { server, .. }

@@ -42,7 +42,7 @@ enum EventView<'a> {
     },
     ReplaceFailed {
         server: &'a str,
-        error: crate::serialize::ErrorView,
+        error: Box<crate::serialize::ErrorView>,
     },
 }
 
@@ -101,7 +101,7 @@ impl Serialize for ServerEvent {
             ServerEvent::Replaced { server } => EventView::Replaced { server },
             ServerEvent::ReplaceFailed { server, error } => EventView::ReplaceFailed {
                 server,
-                error: error.into(),
+                error: Box::new(error.into()),
             },
         };
         view.serialize(s)

@@ -273,7 +273,9 @@ impl CallTable {
     fn end(&mut self, entry: CallEntry, outcome: Result<Payload, Error>) {
         match &outcome {
             Ok(_) => self.counters.calls_ok += 1,
-            Err(Error::Timeout { .. }) => self.counters.calls_timed_out += 1,
+            Err(Error::Timeout { .. } | Error::TaskTimeout { .. }) => {
+                self.counters.calls_timed_out += 1
+            }
             Err(_) => self.counters.calls_failed += 1,
         }
         self.internal.extend(entry.answer(outcome));
@@ -612,6 +614,44 @@ impl CallTable {
             self.waiting.push_front(key);
         }
         true
+    }
+
+    // ----- tasks (the Tasks extension) -----
+
+    /// Takes written call `key` off the wire while the server runs it as a task: neither
+    /// written nor waiting, it keeps its deadline and its caller until the task ends. Returns
+    /// its tool's name; `None` if the call is gone.
+    pub fn hold_for_task(&mut self, key: u64) -> Option<String> {
+        self.mark_unsent(key);
+        let entry = self.calls.get_mut(&key)?;
+        entry.held = true;
+        Some(entry.tool().map(|t| t.into_owned()).unwrap_or_default())
+    }
+
+    /// Answers call `key` with `outcome`; false if it is gone (its caller left meanwhile).
+    pub fn answer_call(&mut self, key: u64, outcome: Result<Payload, Error>) -> bool {
+        let Some(entry) = self.remove(key) else {
+            return false;
+        };
+        if entry.is_abandoned() {
+            entry.abandon();
+            self.counters.calls_abandoned += 1;
+            return false;
+        }
+        self.end(entry, outcome);
+        true
+    }
+
+    /// Call `key`'s deadline passed while the server runs it as task `handle`: its caller is
+    /// answered with the handle (the task runs on: nothing is cancelled).
+    pub fn expire_for_task(&mut self, key: u64, handle: crate::tasks::TaskHandle) {
+        if let Some(entry) = self.remove(key) {
+            let timeout = Error::TaskTimeout {
+                handle: Box::new(handle),
+                timeout: entry.timeout,
+            };
+            self.end(entry, Err(timeout));
+        }
     }
 
     /// Answers call `key` (held or written) with `error` now.

@@ -63,6 +63,10 @@ pub(crate) enum Internal {
     Liveness { seq: u64 },
     /// A subscription change made after a handshake (session era): only logged if it fails.
     Subscription { method: &'static str, uri: String },
+    /// A `tasks/get` of task `task_id` (the Tasks extension).
+    TaskPoll { task_id: String },
+    /// The `tasks/update` that answers task `task_id`'s input requests.
+    TaskUpdate { task_id: String },
 }
 
 /// Where a call's answer goes.

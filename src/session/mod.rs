@@ -64,6 +64,7 @@ pub(crate) mod liveness;
 pub(crate) mod outcome;
 pub(crate) mod request;
 pub(crate) mod status;
+pub(crate) mod tasks;
 pub(crate) mod timers;
 pub(crate) mod tools;
 pub(crate) mod wire;
@@ -82,6 +83,7 @@ use liveness::{Liveness, Verdict};
 use outcome::Situation;
 use request::{CallRequest, RequestOptions};
 use status::ServerStatus;
+use tasks::TaskTable;
 use timers::{Timer, Timers};
 use tools::ToolCache;
 use wire::Wire;
@@ -124,7 +126,11 @@ pub(crate) struct AttemptPlan {
     pub era: EraPlan,
     /// The application's resource subscriptions, re-sent by a session-era handshake.
     pub subscriptions: Vec<String>,
+    /// What `initialize` declares (the session era).
     pub client_capabilities: Value,
+    /// What every request of the 2026-07-28 revision declares: the same, and the extensions
+    /// this client supports there (the Tasks extension, unless the settings turn it off).
+    pub modern_capabilities: Value,
 }
 
 /// A connection an attempt opened, as the session takes it (the driver keeps the IO parts).
@@ -150,15 +156,27 @@ pub(crate) struct Opened {
     pub subscribed: Vec<String>,
 }
 
-/// The input a multi-round-trip result asks for, and what the next round needs.
+/// The input a server asks for: what to ask the application's handler, and what the answers
+/// are for.
 #[derive(Debug)]
 pub(crate) struct InputAsk {
-    pub key: u64,
-    pub method: String,
     pub requests: Vec<InputRequest>,
-    /// The params of the round just answered.
-    params: Option<Value>,
-    request_state: Option<Value>,
+    asked_by: AskedBy,
+}
+
+/// Who asked for input, and what its answers need.
+#[derive(Debug)]
+enum AskedBy {
+    /// A multi-round-trip result (2026-07-28): call `key` goes out again with the answers.
+    Round {
+        key: u64,
+        method: String,
+        /// The params of the round just answered.
+        params: Option<Value>,
+        request_state: Option<Value>,
+    },
+    /// An `input_required` task (the Tasks extension): the answers go out with `tasks/update`.
+    Task { task_id: String },
 }
 
 /// The application's answers to an [`InputAsk`].
@@ -218,6 +236,8 @@ pub(crate) struct Session {
     live: Option<Live>,
     era: EraKnowledge,
     tools: ToolCache,
+    /// The calls the server runs as tasks (the Tasks extension).
+    tasks: TaskTable,
     subscriptions: BTreeSet<String>,
     liveness: Liveness,
     /// Successful reconnects after a Ready connection broke.
@@ -255,6 +275,7 @@ impl Session {
             live: None,
             era: EraKnowledge::default(),
             tools: ToolCache::default(),
+            tasks: TaskTable::new(name.clone()),
             subscriptions: BTreeSet::new(),
             liveness: Liveness::default(),
             reconnects: 0,
@@ -377,6 +398,11 @@ impl Session {
             era,
             subscriptions: self.subscriptions.iter().cloned().collect(),
             client_capabilities: self.client_capabilities.clone(),
+            modern_capabilities: if self.settings.tasks {
+                crate::protocol::tasks::declare(&self.client_capabilities)
+            } else {
+                self.client_capabilities.clone()
+            },
         };
         tracing::debug!(server = %self.name, attempt = plan.number, "connecting");
         self.commands.push_back(Command::Connect {
@@ -572,6 +598,12 @@ impl Session {
                 break;
             };
             match timer {
+                Timer::Call(key) if self.tasks.is_waiting(key) => {
+                    if let Some(handle) = self.tasks.waiter_left(key) {
+                        tracing::debug!(server = %self.name, task = %server_text(&handle.task_id), "a call's deadline passed while its task runs; the task runs on");
+                        self.calls.expire_for_task(key, handle);
+                    }
+                }
                 Timer::Call(key) => {
                     let situation = situation_of(&self.machine, &self.last_error);
                     let wire = self.live.as_ref().map(|l| &l.wire);
@@ -596,6 +628,7 @@ impl Session {
                         self.commands.push_back(Command::RefreshTools);
                     }
                 }
+                Timer::TaskPolls => self.poll_due_tasks(now),
                 Timer::CallerSweep => {
                     let wire = self.live.as_ref().map(|l| &l.wire);
                     let gone = self.calls.sweep_abandoned(wire);
@@ -642,6 +675,8 @@ impl Session {
                             tracing::warn!(server = %self.name, method, uri = %server_text(&uri), error = %e, "subscription change after the handshake failed");
                         }
                     }
+                    Internal::TaskPoll { task_id } => self.task_polled(task_id, outcome, now),
+                    Internal::TaskUpdate { task_id } => self.task_updated(task_id, outcome, now),
                 }
             }
         }
@@ -761,7 +796,7 @@ impl Session {
                 // A modern result is looked into (does it ask for input?); a legacy one goes
                 // to its caller as it came, parsed there once into what the caller wants.
                 let reparsed = match (live.wire.era() == Era::Modern).then(|| result.to_value()) {
-                    Some(Ok(parsed)) => return self.on_modern_response(&id, parsed),
+                    Some(Ok(parsed)) => return self.on_modern_response(&id, parsed, now),
                     // Not parsed: the call is answered with why, as any unparsable result,
                     // unless the line was not the response it looked like.
                     Some(Err(_)) | None => self.calls.on_raw_response(&id, result),
@@ -887,9 +922,9 @@ impl Session {
 
     // ----- multi-round-trip requests (2026-07-28) -----
 
-    /// An answer on a modern connection: complete (to the call table), a round of input, or a
-    /// `resultType` we do not know (an invalid response).
-    fn on_modern_response(&mut self, id: &Id, result: Value) {
+    /// An answer on a modern connection: complete (to the call table), a round of input, a
+    /// task (the Tasks extension), or a `resultType` we do not know (an invalid response).
+    fn on_modern_response(&mut self, id: &Id, result: Value, now: Instant) {
         let call = id
             .as_ours()
             .and_then(|wire_id| self.calls.written_call(wire_id))
@@ -913,13 +948,16 @@ impl Session {
                     return;
                 };
                 self.commands.push_back(Command::AskInput(InputAsk {
-                    key,
-                    method,
                     requests,
-                    params,
-                    request_state,
+                    asked_by: AskedBy::Round {
+                        key,
+                        method,
+                        params,
+                        request_state,
+                    },
                 }));
             }
+            Ok(Round::Task(task)) => self.task_created(key, *task, now),
             Err(why) => {
                 let error = Error::invalid_response(&self.name, &method, why);
                 self.calls.fail_call(key, error);
@@ -928,27 +966,25 @@ impl Session {
     }
 
     /// The application answered what [`Command::AskInput`] asked: the call goes out again for
-    /// its next round (or is answered with why it cannot).
+    /// its next round, or the task is updated (or is answered with why it cannot).
     pub fn input_answered(&mut self, ask: InputAsk, answers: InputAnswers, now: Instant) {
-        let InputAsk {
-            key,
-            method,
-            requests,
-            params,
-            request_state,
-        } = ask;
+        let InputAsk { requests, asked_by } = ask;
         let answers = match answers {
             InputAnswers::NoHandler => {
                 let asked: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
+                let what = match &asked_by {
+                    AskedBy::Round { method, .. } => format!("to answer {method}"),
+                    AskedBy::Task { task_id } => format!("for task {}", server_text(task_id)),
+                };
                 let error = Error::config(
                     Some(&self.name),
                     "request_handler",
                     format!(
-                        "the server asks for input ({}) to answer {method}, and no request handler is registered (SetRequestHandler)",
+                        "the server asks for input ({}) {what}, and no request handler is registered (SetRequestHandler)",
                         asked.join(", ")
                     ),
                 );
-                self.calls.fail_call(key, error);
+                self.input_failed(asked_by, error, now);
                 return self.act_on_internal(now);
             }
             InputAnswers::Answered(answers) => answers,
@@ -962,18 +998,40 @@ impl Session {
                 Err(rpc) => {
                     // The application could not answer: the server cannot go on.
                     let error = Error::rpc(&self.name, &asked_for, rpc);
-                    self.calls.fail_call(key, error);
+                    self.input_failed(asked_by, error, now);
                     return self.act_on_internal(now);
                 }
             }
         }
-        let next = mrtr::next_round_params(params.as_ref(), responses, request_state.as_ref());
-        let situation = situation_of(&self.machine, &self.last_error);
-        let wire = self.live.as_ref().map(|l| &l.wire);
-        if !self.calls.next_round(key, next, &situation, wire) {
-            tracing::debug!(server = %self.name, method = %method, "a call's deadline passed while its input was asked for");
+        match asked_by {
+            AskedBy::Round {
+                key,
+                method,
+                params,
+                request_state,
+            } => {
+                let next =
+                    mrtr::next_round_params(params.as_ref(), responses, request_state.as_ref());
+                let situation = situation_of(&self.machine, &self.last_error);
+                let wire = self.live.as_ref().map(|l| &l.wire);
+                if !self.calls.next_round(key, next, &situation, wire) {
+                    tracing::debug!(server = %self.name, method = %method, "a call's deadline passed while its input was asked for");
+                }
+            }
+            AskedBy::Task { task_id } => self.update_task(task_id, responses, now),
         }
         self.act_on_internal(now);
+    }
+
+    /// What asked for input cannot go on: the call is answered `error`, or the task's callers.
+    fn input_failed(&mut self, asked_by: AskedBy, error: Error, now: Instant) {
+        match asked_by {
+            AskedBy::Round { key, .. } => self.calls.fail_call(key, error),
+            AskedBy::Task { task_id } => {
+                let next = self.tasks.input_failed(&task_id, error);
+                self.on_task_next(&task_id, next, now);
+            }
+        }
     }
 
     // ----- subscriptions -----

@@ -11,7 +11,8 @@
 //! - the listen stream's reopening (2026-07-28), for one connection, and the deadline of the
 //!   subscriptions waiting for a listen's acknowledgement;
 //! - the coalesced refresh of the tool list after `tools/list_changed`;
-//! - the periodic look for calls whose callers left.
+//! - the periodic look for calls whose callers left;
+//! - the earliest poll of a task (the task table keeps when each is due).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -33,6 +34,8 @@ pub(crate) enum Timer {
     ToolsRefresh,
     /// Look for calls whose callers left.
     CallerSweep,
+    /// Ask the tasks that are due how they are doing.
+    TaskPolls,
 }
 
 /// Every timer of one session.
@@ -44,6 +47,7 @@ pub(crate) struct Timers {
     listen_ack: Option<(Instant, u64, u64)>,
     tools_refresh: Option<Instant>,
     caller_sweep: Option<Instant>,
+    task_polls: Option<Instant>,
 }
 
 impl Timers {
@@ -112,6 +116,11 @@ impl Timers {
         arm
     }
 
+    /// Arms the polls of the tasks for `at`, the earliest one due (`None`: no task is).
+    pub fn task_polls(&mut self, at: Option<Instant>) {
+        self.task_polls = at;
+    }
+
     /// When the earliest timer is due.
     pub fn next(&mut self, current: impl Fn(u64, Instant) -> bool) -> Option<Instant> {
         let named = [
@@ -120,6 +129,7 @@ impl Timers {
             self.listen_ack.map(|(at, _, _)| at),
             self.tools_refresh,
             self.caller_sweep,
+            self.task_polls,
         ];
         named
             .into_iter()
@@ -159,6 +169,10 @@ impl Timers {
         if self.caller_sweep.is_some_and(|at| at <= now) {
             self.caller_sweep = None;
             return Some(Timer::CallerSweep);
+        }
+        if self.task_polls.is_some_and(|at| at <= now) {
+            self.task_polls = None;
+            return Some(Timer::TaskPolls);
         }
         None
     }

@@ -83,5 +83,6 @@ pub(super) fn supervisor_gone() -> HttpResponse {
         status: None,
         data: None,
         field: None,
+        task_id: None,
     })
 }

@@ -80,7 +80,7 @@ impl Handshake<'_> {
         {
             let meta = RequestMeta::new(
                 &fresh.version,
-                &self.attempt.plan.client_capabilities,
+                &self.attempt.plan.modern_capabilities,
                 self.attempt.settings.log_level,
             );
             self.wire = Wire::modern(self.link.clone(), meta, self.attempt.is_http());
@@ -147,7 +147,7 @@ impl Handshake<'_> {
         loop {
             let meta = RequestMeta::new(
                 &version,
-                &self.attempt.plan.client_capabilities,
+                &self.attempt.plan.modern_capabilities,
                 self.attempt.settings.log_level,
             );
             self.wire = Wire::modern(self.link.clone(), meta.clone(), self.attempt.is_http());

@@ -273,6 +273,7 @@ mod tests {
                 }
                 ("revive", _) => Value::Bool(false),
                 ("trusted", _) => Value::Bool(true),
+                ("tasks", _) => Value::Bool(false),
                 ("protocol", _) => Value::from("modern"),
                 ("log_level", _) => Value::from("warning"),
                 (_, "Ms") => Value::from(1234),

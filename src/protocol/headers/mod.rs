@@ -5,7 +5,7 @@
 //! `http-invalid-tool-headers`, §7.3).
 //!
 //! - [`standard_headers`]: `Mcp-Method` on every request, `Mcp-Name` on `tools/call`,
-//!   `prompts/get` and `resources/read`.
+//!   `prompts/get` and `resources/read`, and on the Tasks extension's `tasks/*` requests.
 //! - [`header_value`] (in `value`): the encoding both `Mcp-Name` and `Mcp-Param-*` use: plain when
 //!   safe, otherwise the Base64 sentinel `=?base64?…?=`.
 //! - `annotations`: a tool's [`ParamBinding`]s, or why the tool is invalid and must be left out
@@ -36,8 +36,8 @@ use serde_json::Value;
 
 /// The header that mirrors a request's `method`.
 pub const MCP_METHOD: &str = "Mcp-Method";
-/// The header that mirrors `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-/// (`resources/read`).
+/// The header that mirrors `params.name` (`tools/call`, `prompts/get`), `params.uri`
+/// (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
 pub const MCP_NAME: &str = "Mcp-Name";
 /// The start of every header that mirrors a tool argument: `Mcp-Param-{x-mcp-header}`.
 pub const MCP_PARAM_PREFIX: &str = "Mcp-Param-";
@@ -47,6 +47,9 @@ pub fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The Tasks extension: so that a load balancer routes a task's requests to the
+        // instance that holds it.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }
@@ -122,6 +125,13 @@ mod tests {
                 json!({"uri": "https://example.com/resource?id=123"}),
                 "https://example.com/resource?id=123",
             ),
+            ("tasks/get", json!({"taskId": "786512e2"}), "786512e2"),
+            (
+                "tasks/update",
+                json!({"taskId": "t-1", "inputResponses": {}}),
+                "t-1",
+            ),
+            ("tasks/cancel", json!({"taskId": "t-1"}), "t-1"),
         ];
         for (method, params, name) in cases {
             assert_eq!(

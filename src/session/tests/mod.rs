@@ -21,6 +21,7 @@ mod calls;
 mod eras;
 mod listen;
 mod liveness;
+mod tasks;
 mod tools;
 
 /// The driver and the server of one session, on a fake clock.
@@ -137,7 +138,7 @@ impl Harness {
             Era::Legacy => Wire::legacy(link.clone() as Rc<dyn Link>),
             Era::Modern => Wire::modern(
                 link.clone() as Rc<dyn Link>,
-                RequestMeta::new(&negotiated.version, &plan.client_capabilities, None),
+                RequestMeta::new(&negotiated.version, &plan.modern_capabilities, None),
                 self.session.http,
             ),
         };

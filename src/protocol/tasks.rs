@@ -1,0 +1,360 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) of the 2026-07-28 revision,
+//! as it appears on the wire: a server may answer a `tools/call` with `resultType: "task"` and
+//! a task (its id, status, time to live and the poll interval it asks for) instead of the
+//! tool's result; the client then asks `tasks/get` until the task ends (`completed` with the
+//! result inlined, `failed` with the JSON-RPC error, or `cancelled`), answers what an
+//! `input_required` task asks with `tasks/update`, and may cancel it with `tasks/cancel`.
+//!
+//! Pure: this module declares the extension, reads a task out of a result, and builds the
+//! requests; the session decides when to poll (`session::tasks`).
+//!
+//! Rules kept here: a task may answer only the methods that support it (a task for anything
+//! else is an invalid response); everything a task carries is checked for its type and bound
+//! in size before anything is kept of it; a status we do not know is an invalid response, not
+//! a guess.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::mrtr::{self, InputRequest};
+use crate::protocol::text::server_text;
+
+/// The extension's identifier, declared in every modern request's client capabilities.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The methods a server may answer with a task.
+pub const TASK_METHODS: &[&str] = &["tools/call"];
+
+/// The longest task id kept: ids are opaque, and a server that sends a megabyte of one is not
+/// given a megabyte of our memory per poll.
+pub const MAX_TASK_ID_BYTES: usize = 1024;
+
+/// What a task is doing, as its server says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// Running.
+    Working,
+    /// Waiting for answers to its `inputRequests`.
+    InputRequired,
+    /// Done: its result is there (also a tool result with `isError: true`).
+    Completed,
+    /// Ended with a JSON-RPC error.
+    Failed,
+    /// Cancelled before it completed.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The status as the wire spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status the wire spells `text`, if it is one.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "working" => TaskStatus::Working,
+            "input_required" => TaskStatus::InputRequired,
+            "completed" => TaskStatus::Completed,
+            "failed" => TaskStatus::Failed,
+            "cancelled" => TaskStatus::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// Whether the task has ended (completed, failed or cancelled): it never changes again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a task's status brings with it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detail {
+    /// Nothing (working, cancelled).
+    None,
+    /// The final result of the request (completed), as the request would have been answered.
+    Result(Value),
+    /// The JSON-RPC error the request ended with (failed).
+    Error(RpcError),
+    /// What the server needs answered before it can go on (input_required).
+    Input(Vec<InputRequest>),
+}
+
+/// A task as a `CreateTaskResult`, a `tasks/get` answer or a `notifications/tasks` carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskState {
+    /// The server's id for it.
+    pub task_id: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// What the server says about it, escaped and bounded.
+    pub status_message: Option<String>,
+    /// How long after its creation the server may forget it; `None`: unlimited (or not said).
+    pub ttl: Option<Duration>,
+    /// How often the server asks to be polled, if it said.
+    pub poll_interval: Option<Duration>,
+    /// What its status brings.
+    pub detail: Detail,
+}
+
+/// Reads a task out of `value` (a result, or a notification's params). `Err` says what is
+/// wrong with it, for an invalid-response error.
+pub fn parse_task(value: &Value) -> Result<TaskState, String> {
+    let Value::Object(task) = value else {
+        return Err("the task is not an object".into());
+    };
+    let task_id = match task.get("taskId") {
+        Some(Value::String(id)) if id.is_empty() => return Err("taskId is empty".into()),
+        Some(Value::String(id)) if id.len() > MAX_TASK_ID_BYTES => {
+            return Err(format!(
+                "taskId is {} bytes long (at most {MAX_TASK_ID_BYTES} are accepted)",
+                id.len()
+            ))
+        }
+        Some(Value::String(id)) => id.clone(),
+        Some(_) => return Err("taskId is not a string".into()),
+        None => return Err("the task has no taskId".into()),
+    };
+    let status = match task.get("status") {
+        Some(Value::String(status)) => TaskStatus::parse(status)
+            .ok_or_else(|| format!("unrecognised task status {}", server_text(status)))?,
+        Some(_) => return Err("the task's status is not a string".into()),
+        None => return Err("the task has no status".into()),
+    };
+    let status_message = match task.get("statusMessage") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(message)) => Some(server_text(message)),
+        Some(_) => return Err("statusMessage is not a string".into()),
+    };
+    let ttl = milliseconds(task, "ttlMs")?;
+    let poll_interval = milliseconds(task, "pollIntervalMs")?;
+    let detail = match status {
+        TaskStatus::Working | TaskStatus::Cancelled => Detail::None,
+        TaskStatus::Completed => match task.get("result") {
+            Some(result @ Value::Object(_)) => Detail::Result(result.clone()),
+            Some(_) => return Err("a completed task's result is not an object".into()),
+            None => return Err("a completed task carries no result".into()),
+        },
+        TaskStatus::Failed => match task.get("error") {
+            Some(error) => Detail::Error(rpc_error(error)?),
+            None => return Err("a failed task carries no error".into()),
+        },
+        TaskStatus::InputRequired => match task.get("inputRequests") {
+            Some(requests) => Detail::Input(mrtr::input_requests(requests)?),
+            None => return Err("an input_required task carries no inputRequests".into()),
+        },
+    };
+    Ok(TaskState {
+        task_id,
+        status,
+        status_message,
+        ttl,
+        poll_interval,
+        detail,
+    })
+}
+
+/// A duration in integer milliseconds; absent or `null` is `None`.
+fn milliseconds(task: &Map<String, Value>, field: &str) -> Result<Option<Duration>, String> {
+    match task.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(ms) => Ok(Some(Duration::from_millis(ms))),
+            // A float of whole milliseconds (`5000.0`) is what some JSON writers make of an
+            // integer; anything else is not a duration.
+            None => match n.as_f64() {
+                Some(ms) if ms >= 0.0 && ms.fract() == 0.0 && ms <= u64::MAX as f64 => {
+                    Ok(Some(Duration::from_millis(ms as u64)))
+                }
+                _ => Err(format!("{field} is not a non-negative integer")),
+            },
+        },
+        Some(_) => Err(format!("{field} is not a number")),
+    }
+}
+
+/// The JSON-RPC error a failed task carries.
+fn rpc_error(error: &Value) -> Result<RpcError, String> {
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .ok_or("a failed task's error has no integer code")?;
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .ok_or("a failed task's error has no message")?;
+    Ok(RpcError {
+        code,
+        message: message.to_owned(),
+        data: error.get("data").cloned(),
+    })
+}
+
+/// `capabilities` with the extension declared in its `extensions` (kept as they are
+/// otherwise).
+pub fn declare(capabilities: &Value) -> Value {
+    let mut capabilities = match capabilities {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let extensions = capabilities
+        .entry("extensions")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !extensions.is_object() {
+        *extensions = Value::Object(Map::new());
+    }
+    if let Value::Object(extensions) = extensions {
+        extensions
+            .entry(EXTENSION)
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    Value::Object(capabilities)
+}
+
+/// The params of `tasks/get` and `tasks/cancel`.
+pub fn task_params(task_id: &str) -> Value {
+    let mut params = Map::new();
+    params.insert("taskId".into(), Value::String(task_id.to_owned()));
+    Value::Object(params)
+}
+
+/// The params of `tasks/update`: the answers to the task's input requests, by key.
+pub fn update_params(task_id: &str, responses: Map<String, Value>) -> Value {
+    let mut params = Map::new();
+    params.insert("taskId".into(), Value::String(task_id.to_owned()));
+    params.insert("inputResponses".into(), Value::Object(responses));
+    Value::Object(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn task(status: &str) -> Value {
+        json!({
+            "taskId": "t-1", "status": status, "createdAt": "2026-12-02T10:00:00Z",
+            "lastUpdatedAt": "2026-12-02T10:00:00Z", "ttlMs": 60000, "pollIntervalMs": 250
+        })
+    }
+
+    #[test]
+    fn a_working_task_is_read_with_its_ttl_and_interval() {
+        let state = parse_task(&task("working")).expect("a task");
+        assert_eq!(state.task_id, "t-1");
+        assert_eq!(state.status, TaskStatus::Working);
+        assert_eq!(state.ttl, Some(Duration::from_secs(60)));
+        assert_eq!(state.poll_interval, Some(Duration::from_millis(250)));
+        assert_eq!(state.detail, Detail::None);
+        let mut unlimited = task("working");
+        unlimited["ttlMs"] = Value::Null;
+        unlimited["pollIntervalMs"] = json!(5000.0);
+        let state = parse_task(&unlimited).expect("a task");
+        assert_eq!(state.ttl, None);
+        assert_eq!(state.poll_interval, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn each_terminal_status_brings_what_it_must() {
+        let mut completed = task("completed");
+        completed["result"] = json!({"content": [], "isError": true});
+        assert!(matches!(
+            parse_task(&completed).map(|t| t.detail),
+            Ok(Detail::Result(r)) if r["isError"] == true
+        ));
+        assert!(parse_task(&task("completed")).is_err(), "no result");
+        let mut failed = task("failed");
+        failed["error"] = json!({"code": -32603, "message": "boom", "data": {"x": 1}});
+        let Ok(Detail::Error(error)) = parse_task(&failed).map(|t| t.detail) else {
+            panic!("a failed task's error")
+        };
+        assert_eq!((error.code, error.message.as_str()), (-32603, "boom"));
+        assert_eq!(error.data, Some(json!({"x": 1})));
+        failed["error"] = json!({"message": "no code"});
+        assert!(parse_task(&failed).is_err());
+        assert_eq!(
+            parse_task(&task("cancelled")).map(|t| t.detail),
+            Ok(Detail::None)
+        );
+    }
+
+    #[test]
+    fn input_required_names_its_requests() {
+        let mut asking = task("input_required");
+        asking["inputRequests"] = json!({"confirm": {"method": "elicitation/create",
+                                                     "params": {"message": "go on?"}}});
+        let Ok(Detail::Input(requests)) = parse_task(&asking).map(|t| t.detail) else {
+            panic!("input requests")
+        };
+        assert_eq!(requests[0].key, "confirm");
+        assert_eq!(requests[0].method, "elicitation/create");
+        assert!(parse_task(&task("input_required")).is_err());
+    }
+
+    #[test]
+    fn a_malformed_task_says_what_is_wrong() {
+        for (value, expected) in [
+            (json!([]), "not an object"),
+            (json!({"status": "working"}), "no taskId"),
+            (json!({"taskId": 3, "status": "working"}), "not a string"),
+            (json!({"taskId": "", "status": "working"}), "empty"),
+            (json!({"taskId": "a", "status": "sleeping"}), "unrecognised"),
+            (json!({"taskId": "a"}), "no status"),
+            (
+                json!({"taskId": "a", "status": "working", "pollIntervalMs": -1}),
+                "non-negative",
+            ),
+            (
+                json!({"taskId": "a", "status": "working", "ttlMs": "long"}),
+                "not a number",
+            ),
+            (
+                json!({"taskId": "x".repeat(MAX_TASK_ID_BYTES + 1), "status": "working"}),
+                "bytes long",
+            ),
+        ] {
+            let error = parse_task(&value).expect_err("invalid");
+            assert!(error.contains(expected), "{error} for {value}");
+        }
+    }
+
+    #[test]
+    fn the_extension_is_declared_beside_what_is_there() {
+        let declared = declare(&json!({"elicitation": {}, "extensions": {"x/y": {"a": 1}}}));
+        assert_eq!(declared["elicitation"], json!({}));
+        assert_eq!(declared["extensions"]["x/y"], json!({"a": 1}));
+        assert_eq!(declared["extensions"][EXTENSION], json!({}));
+        assert_eq!(declare(&Value::Null)["extensions"][EXTENSION], json!({}));
+    }
+
+    #[test]
+    fn requests_carry_the_task_id() {
+        assert_eq!(task_params("t"), json!({"taskId": "t"}));
+        let mut answers = Map::new();
+        answers.insert("k".into(), json!({"action": "accept"}));
+        assert_eq!(
+            update_params("t", answers),
+            json!({"taskId": "t", "inputResponses": {"k": {"action": "accept"}}})
+        );
+    }
+}

@@ -1,0 +1,740 @@
+//! The tasks of one server (the Tasks extension): calls the server runs as tasks, from the
+//! `CreateTaskResult` until their end, and who waits for them.
+//!
+//! A task is the server's, not a connection's: it outlives the call that started it (whose
+//! deadline may pass while it runs), connection losses and reconnects. So the table keeps
+//! each task apart from the calls: its status, when to ask `tasks/get` next (as often as the
+//! server asks, see [`task_poll`](crate::policy::task_poll)), which input keys were answered
+//! (each at most once, however often a poll shows it again), and the callers waiting for it
+//! (call keys of the call table, where their deadlines and replies stay). When a task ends,
+//! every caller still waiting gets its outcome; a task that ends with nobody waiting keeps its
+//! outcome, bounded, for whoever asks for it later.
+//!
+//! The table decides; the session carries its decisions out (below: the polls and updates are
+//! the session's own calls, on whatever connection is current).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use rand::rngs::StdRng;
+use serde_json::Map;
+
+use super::entry::{Internal, Payload, Replier};
+use super::request::{CallRequest, RequestOptions};
+use super::{AskedBy, Command, InputAsk, Session};
+use crate::config::Settings;
+use crate::error::Error;
+use crate::policy::deadline::saturating_add;
+use crate::policy::retry::RetryPolicy;
+use crate::policy::task_poll;
+use crate::protocol::jsonrpc::codes;
+use crate::protocol::mrtr::InputRequest;
+use crate::protocol::tasks::{self, Detail, TaskState, TaskStatus};
+use crate::protocol::text::server_text;
+use crate::tasks::TaskHandle;
+
+/// Ended tasks whose outcome nobody took yet, kept per server: the oldest is forgotten first.
+pub(crate) const MAX_KEPT_OUTCOMES: usize = 256;
+
+/// Polls in a row that got no answer before a task without a caller is given up. (A task with
+/// callers is kept as long as one waits: their deadlines bound it.)
+const MAX_FAILED_POLLS: u32 = 20;
+
+/// What happens to a task after something was learnt about it. (Made and consumed at once,
+/// never kept: the size of its largest variant costs nothing.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Next {
+    /// Nothing to do now (its next poll is scheduled, or a poll is in flight).
+    Wait,
+    /// Ask the application's handler these (the keys not answered yet), then send the answers
+    /// with `tasks/update`.
+    Ask(Vec<InputRequest>),
+    /// It ended: answer these callers (call keys) with the outcome. Should none of them take
+    /// it (they left meanwhile), it goes back with [`TaskTable::unclaimed`].
+    Done {
+        handle: TaskHandle,
+        waiters: Vec<u64>,
+        outcome: Result<Value, Error>,
+    },
+}
+
+/// One task.
+struct Task {
+    handle: TaskHandle,
+    status: TaskStatus,
+    status_message: Option<String>,
+    poll_interval: Option<Duration>,
+    /// When we learnt of it (for its age in the status).
+    since: Instant,
+    /// When it is asked next; `None` while a poll or an update is in flight, or once it ended.
+    next_poll: Option<Instant>,
+    /// Input keys answered (or being answered): never answered again.
+    answered: BTreeSet<String>,
+    /// The callers waiting for its end.
+    waiters: Vec<u64>,
+    /// Polls in a row that got no answer.
+    failed_polls: u32,
+    polls: u64,
+}
+
+/// The tasks of one server.
+pub(crate) struct TaskTable {
+    server: Arc<str>,
+    tasks: HashMap<String, Task>,
+    /// When each task is asked next, earliest first; an item whose task is gone or whose next
+    /// poll moved is stale and skipped.
+    polls: BinaryHeap<Reverse<(Instant, String)>>,
+    /// Which task each waiting caller waits for.
+    waiting: HashMap<u64, String>,
+    /// Outcomes of tasks that ended with nobody waiting, oldest first.
+    kept: VecDeque<(TaskHandle, Result<Value, Error>)>,
+}
+
+impl TaskTable {
+    pub fn new(server: Arc<str>) -> Self {
+        TaskTable {
+            server,
+            tasks: HashMap::new(),
+            polls: BinaryHeap::new(),
+            waiting: HashMap::new(),
+            kept: VecDeque::new(),
+        }
+    }
+
+    /// Tasks that have not ended.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Takes task `state`, which the server answered call `waiter`'s `tools/call` of `tool`
+    /// with; `first_poll` is when to ask it first (unless it ended already).
+    pub fn adopt(
+        &mut self,
+        state: TaskState,
+        tool: String,
+        waiter: u64,
+        first_poll: Instant,
+        now: Instant,
+    ) -> Next {
+        let handle = TaskHandle::new(
+            self.server.to_string(),
+            state.task_id.clone(),
+            tool,
+            SystemTime::now(),
+        )
+        .ttl(state.ttl);
+        if let Some(old) = self.tasks.get_mut(&state.task_id) {
+            // The server gave an id it gave before: the same task (a server that answers a
+            // re-sent request with its first task), so the caller waits for it too.
+            old.waiters.push(waiter);
+            self.waiting.insert(waiter, state.task_id);
+            return Next::Wait;
+        }
+        tracing::debug!(server = %self.server, task = %server_text(&state.task_id), tool = %handle.tool, status = %state.status, "the server runs the call as a task");
+        let task = Task {
+            handle,
+            status: TaskStatus::Working,
+            status_message: None,
+            poll_interval: state.poll_interval,
+            since: now,
+            next_poll: None,
+            answered: BTreeSet::new(),
+            waiters: vec![waiter],
+            failed_polls: 0,
+            polls: 0,
+        };
+        let id = state.task_id.clone();
+        self.tasks.insert(id.clone(), task);
+        self.waiting.insert(waiter, id.clone());
+        self.learnt(&id, state, |_| first_poll)
+    }
+
+    /// What the server said of task `id` (a poll's answer, or a notification): `next_poll`
+    /// says when to ask next, after the interval the server asks for now, should it still run.
+    fn learnt(
+        &mut self,
+        id: &str,
+        state: TaskState,
+        next_poll: impl FnOnce(Option<Duration>) -> Instant,
+    ) -> Next {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return Next::Wait;
+        };
+        task.failed_polls = 0;
+        task.status = state.status;
+        task.status_message = state.status_message;
+        if state.poll_interval.is_some() {
+            task.poll_interval = state.poll_interval;
+        }
+        let next_poll = next_poll(task.poll_interval);
+        if state.ttl.is_some() {
+            task.handle.ttl = state.ttl;
+        }
+        let outcome = match state.detail {
+            Detail::Result(result) => Ok(result),
+            Detail::Error(error) => Err(Error::rpc(&self.server, "tools/call", error)),
+            Detail::None if state.status == TaskStatus::Cancelled => Err(Error::Cancelled {
+                server: self.server.to_string(),
+                method: "tools/call".into(),
+                task_id: server_text(id),
+                message: task.status_message.clone(),
+            }),
+            Detail::Input(requests) => {
+                self.schedule(id, next_poll);
+                let Some(task) = self.tasks.get_mut(id) else {
+                    return Next::Wait;
+                };
+                let fresh: Vec<InputRequest> = requests
+                    .into_iter()
+                    .filter(|r| task.answered.insert(r.key.clone()))
+                    .collect();
+                return if fresh.is_empty() {
+                    Next::Wait
+                } else {
+                    Next::Ask(fresh)
+                };
+            }
+            Detail::None => {
+                self.schedule(id, next_poll);
+                return Next::Wait;
+            }
+        };
+        self.end(id, outcome)
+    }
+
+    /// Task `id` ended with `outcome`: it leaves the table; its callers get the outcome, or,
+    /// with none waiting, it is kept.
+    fn end(&mut self, id: &str, outcome: Result<Value, Error>) -> Next {
+        let Some(task) = self.tasks.remove(id) else {
+            return Next::Wait;
+        };
+        for waiter in &task.waiters {
+            self.waiting.remove(waiter);
+        }
+        tracing::debug!(server = %self.server, task = %server_text(id), tool = %task.handle.tool, polls = task.polls, outcome = outcome.as_ref().err().map_or("ok", Error::code), "task ended");
+        if task.waiters.is_empty() {
+            self.keep(task.handle.clone(), outcome.clone());
+        }
+        Next::Done {
+            handle: task.handle,
+            waiters: task.waiters,
+            outcome,
+        }
+    }
+
+    fn keep(&mut self, handle: TaskHandle, outcome: Result<Value, Error>) {
+        if self.kept.len() >= MAX_KEPT_OUTCOMES {
+            if let Some((old, _)) = self.kept.pop_front() {
+                tracing::warn!(server = %self.server, task = %server_text(&old.task_id), tool = %old.tool, "the outcome of an ended task nobody asked for was forgotten: too many are kept");
+            }
+        }
+        self.kept.push_back((handle, outcome));
+    }
+
+    /// The callers found nobody to take the outcome of a task that ended (they had left
+    /// meanwhile): it is kept.
+    pub fn unclaimed(&mut self, handle: TaskHandle, outcome: Result<Value, Error>) {
+        self.keep(handle, outcome);
+    }
+
+    fn schedule(&mut self, id: &str, at: Instant) {
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.next_poll = Some(at);
+            self.polls.push(Reverse((at, id.to_owned())));
+        }
+    }
+
+    /// When the earliest poll is due (stale items are dropped on the way).
+    pub fn next_due(&mut self) -> Option<Instant> {
+        while let Some(Reverse((at, id))) = self.polls.peek() {
+            if self.tasks.get(id).and_then(|t| t.next_poll) == Some(*at) {
+                return Some(*at);
+            }
+            self.polls.pop();
+        }
+        None
+    }
+
+    /// The tasks due to be asked at `now`; each is marked as being asked.
+    pub fn due(&mut self, now: Instant) -> Vec<String> {
+        let mut due = Vec::new();
+        while let Some(at) = self.next_due().filter(|at| *at <= now) {
+            let Some(Reverse((_, id))) = self.polls.pop() else {
+                break;
+            };
+            if let Some(task) = self.tasks.get_mut(&id) {
+                debug_assert_eq!(task.next_poll, Some(at));
+                task.next_poll = None;
+                task.polls += 1;
+                due.push(id);
+            }
+        }
+        due
+    }
+
+    /// The answer to a `tasks/get` of task `id`; `next_poll` says when to ask again after the
+    /// interval the server asks for, should it still run (or should this poll have failed).
+    pub fn polled(
+        &mut self,
+        id: &str,
+        answer: Result<Value, Error>,
+        next_poll: impl FnOnce(Option<Duration>) -> Instant,
+    ) -> Next {
+        let error = match answer {
+            Ok(result) => match tasks::parse_task(&result) {
+                Ok(state) if state.task_id == id => return self.learnt(id, state, next_poll),
+                Ok(state) => Error::invalid_response(
+                    &self.server,
+                    "tasks/get",
+                    format!(
+                        "asked for task {}, answered with task {}",
+                        server_text(id),
+                        server_text(&state.task_id)
+                    ),
+                ),
+                Err(why) => Error::invalid_response(&self.server, "tasks/get", why),
+            },
+            Err(error) => error,
+        };
+        if let Error::Rpc { code, message, .. } = &error {
+            if *code == codes::INVALID_PARAMS {
+                // The server does not know the task (any more): restarted without keeping
+                // it, or its time to live passed. Whether the tool ran is not known.
+                let tool = self
+                    .tasks
+                    .get(id)
+                    .map(|t| t.handle.tool.clone())
+                    .unwrap_or_default();
+                let lost = Error::TaskLost {
+                    server: self.server.to_string(),
+                    tool,
+                    task_id: server_text(id),
+                    reason: message.clone(),
+                };
+                tracing::warn!(server = %self.server, task = %server_text(id), error = %lost, "the server no longer knows a task");
+                return self.end(id, Err(lost));
+            }
+        }
+        if matches!(error, Error::InvalidResponse { .. }) {
+            // An answer we cannot read would be read no better next time.
+            tracing::warn!(server = %self.server, task = %server_text(id), error = %error, "a task's poll got an answer that is not a task; the task is given up");
+            return self.end(id, Err(error));
+        }
+        let Some(task) = self.tasks.get_mut(id) else {
+            return Next::Wait;
+        };
+        task.failed_polls += 1;
+        if task.waiters.is_empty() && task.failed_polls >= MAX_FAILED_POLLS {
+            let lost = Error::TaskLost {
+                server: self.server.to_string(),
+                tool: task.handle.tool.clone(),
+                task_id: server_text(id),
+                reason: format!("{MAX_FAILED_POLLS} polls in a row got no answer: {error}"),
+            };
+            return self.end(id, Err(lost));
+        }
+        tracing::debug!(server = %self.server, task = %server_text(id), error = %error, failed = task.failed_polls, "a task's poll failed; asking again later");
+        let at = next_poll(task.poll_interval);
+        self.schedule(id, at);
+        Next::Wait
+    }
+
+    /// The `tasks/update` of task `id` was answered (or failed: its keys stay answered, never
+    /// sent twice); the task is asked again at `next_poll`.
+    pub fn updated(&mut self, id: &str, answer: Result<(), Error>, next_poll: Instant) {
+        if let Err(error) = answer {
+            tracing::warn!(server = %self.server, task = %server_text(id), error = %error, "the answers to a task's input requests may not have reached the server; they are not sent again");
+        }
+        if self.tasks.get(id).is_some_and(|t| t.next_poll.is_none()) {
+            self.schedule(id, next_poll);
+        }
+    }
+
+    /// The application could not answer what task `id` asked: the task cannot go on for us.
+    /// It stays on the server (it may be answered there otherwise); its callers are told why.
+    pub fn input_failed(&mut self, id: &str, error: Error) -> Next {
+        self.end(id, Err(error))
+    }
+
+    /// Caller `waiter` stopped waiting (its deadline passed, or it left). The task runs on.
+    /// Returns the task's handle, for what the caller is told.
+    pub fn waiter_left(&mut self, waiter: u64) -> Option<TaskHandle> {
+        let id = self.waiting.remove(&waiter)?;
+        let task = self.tasks.get_mut(&id)?;
+        task.waiters.retain(|w| *w != waiter);
+        Some(task.handle.clone())
+    }
+
+    /// Whether caller `waiter` waits for a task.
+    pub fn is_waiting(&self, waiter: u64) -> bool {
+        self.waiting.contains_key(&waiter)
+    }
+
+    /// The poll interval task `id` asked for last.
+    pub fn poll_interval(&self, id: &str) -> Option<Duration> {
+        self.tasks.get(id).and_then(|t| t.poll_interval)
+    }
+
+    /// The outcome kept for task `id`, taken (it is delivered once).
+    #[allow(dead_code)] // Awaiting a handle takes it (explicit task handles).
+    pub fn take_kept(&mut self, id: &str) -> Option<Result<Value, Error>> {
+        let at = self.kept.iter().position(|(h, _)| h.task_id == id)?;
+        self.kept.remove(at).map(|(_, outcome)| outcome)
+    }
+
+    /// The running tasks, for the status: handle, status, message, age.
+    #[allow(dead_code)] // Shown by the status (explicit task handles).
+    pub fn running(&self, now: Instant) -> Vec<(TaskHandle, TaskStatus, Duration)> {
+        self.tasks
+            .values()
+            .map(|t| {
+                (
+                    t.handle.clone(),
+                    t.status,
+                    now.saturating_duration_since(t.since),
+                )
+            })
+            .collect()
+    }
+}
+
+// ----- the session's part: polls and updates as its own calls -----
+
+impl Session {
+    /// Call `key` was answered with task `state`: it waits for the task's end, which the
+    /// session polls for.
+    pub(super) fn task_created(&mut self, key: u64, state: TaskState, now: Instant) {
+        let Some(tool) = self.calls.hold_for_task(key) else {
+            return;
+        };
+        let first = self.next_poll(state.poll_interval, now);
+        let id = state.task_id.clone();
+        let next = self.tasks.adopt(state, tool, key, first, now);
+        self.on_task_next(&id, next, now);
+    }
+
+    /// When to ask a task next, after `interval` (what the server asked for last).
+    fn next_poll(&mut self, interval: Option<Duration>, now: Instant) -> Instant {
+        poll_at(&self.settings, &mut self.rng, interval, now)
+    }
+
+    /// Carries out what the table decided about task `id`, and re-arms the polls' timer.
+    pub(super) fn on_task_next(&mut self, id: &str, next: Next, now: Instant) {
+        match next {
+            Next::Wait => {}
+            Next::Ask(requests) => {
+                self.commands.push_back(Command::AskInput(InputAsk {
+                    requests,
+                    asked_by: AskedBy::Task {
+                        task_id: id.to_owned(),
+                    },
+                }));
+            }
+            Next::Done {
+                handle,
+                waiters,
+                outcome,
+            } => {
+                let mut taken = false;
+                for waiter in waiters {
+                    let answer = outcome.clone().map(Payload::Parsed);
+                    taken |= self.calls.answer_call(waiter, answer);
+                }
+                if !taken {
+                    self.tasks.unclaimed(handle, outcome);
+                }
+            }
+        }
+        self.rearm_task_polls(now);
+    }
+
+    fn rearm_task_polls(&mut self, _now: Instant) {
+        let at = self.tasks.next_due();
+        self.timers.task_polls(at);
+        if let Some(at) = at {
+            self.moved_to(at);
+        }
+    }
+
+    /// Asks every task that is due how it is doing (`tasks/get`).
+    pub(super) fn poll_due_tasks(&mut self, now: Instant) {
+        for task_id in self.tasks.due(now) {
+            let params = tasks::task_params(&task_id);
+            let call = self.own_call("tasks/get", params, RetryPolicy::IfIdempotent);
+            self.open_call(call, Replier::Session(Internal::TaskPoll { task_id }), now);
+        }
+        self.rearm_task_polls(now);
+    }
+
+    /// A request of the session's own about a task, within the call timeout.
+    fn own_call(&self, method: &'static str, params: Value, retry: RetryPolicy) -> CallRequest {
+        let mut call = CallRequest::of_value(self.name.to_string(), method, Some(&params));
+        call.options = RequestOptions {
+            timeout: Some(self.settings.call_timeout),
+            retry,
+            ..RequestOptions::default()
+        };
+        call
+    }
+
+    /// The answer to a poll of task `task_id`.
+    pub(super) fn task_polled(
+        &mut self,
+        task_id: String,
+        outcome: Result<Payload, Error>,
+        now: Instant,
+    ) {
+        let answer = outcome.and_then(|payload| payload_value(&self.name, payload));
+        let (settings, rng) = (&self.settings, &mut self.rng);
+        let next_poll = |interval| poll_at(settings, rng, interval, now);
+        let next = self.tasks.polled(&task_id, answer, next_poll);
+        self.on_task_next(&task_id, next, now);
+    }
+
+    /// Sends the application's answers to task `task_id`'s input requests (`tasks/update`).
+    /// Not re-sent after a lost connection: an input key is answered at most once.
+    pub(super) fn update_task(&mut self, task_id: String, responses: Map<String, Value>, now: Instant) {
+        let params = tasks::update_params(&task_id, responses);
+        let call = self.own_call("tasks/update", params, RetryPolicy::Never);
+        self.open_call(call, Replier::Session(Internal::TaskUpdate { task_id }), now);
+    }
+
+    /// The answer to a `tasks/update` of task `task_id`: it is asked again soon.
+    pub(super) fn task_updated(
+        &mut self,
+        task_id: String,
+        outcome: Result<Payload, Error>,
+        now: Instant,
+    ) {
+        let next_poll = self.next_poll(self.tasks.poll_interval(&task_id), now);
+        self.tasks.updated(&task_id, outcome.map(|_| ()), next_poll);
+        self.rearm_task_polls(now);
+    }
+}
+
+/// When to ask a task next, after `interval` (what the server asked for last), within the
+/// settings' bounds.
+fn poll_at(
+    settings: &Settings,
+    rng: &mut StdRng,
+    interval: Option<Duration>,
+    now: Instant,
+) -> Instant {
+    let wait = task_poll::next_poll_in(
+        interval,
+        settings.task_poll_floor,
+        settings.task_poll_ceiling,
+        rng,
+    );
+    saturating_add(now, wait)
+}
+
+/// A result as a JSON value (the session's own calls may get it as its text).
+fn payload_value(server: &str, payload: Payload) -> Result<Value, Error> {
+    match payload {
+        Payload::Parsed(value) => Ok(value),
+        Payload::Raw(raw) => raw
+            .to_value()
+            .map_err(|e| Error::invalid_response(server, "tasks/get", e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::protocol::jsonrpc::RpcError;
+
+    fn state(value: Value) -> TaskState {
+        tasks::parse_task(&value).expect("a task")
+    }
+
+    fn working(id: &str) -> Value {
+        json!({"taskId": id, "status": "working", "pollIntervalMs": 100, "ttlMs": 60000})
+    }
+
+    fn table() -> TaskTable {
+        TaskTable::new(Arc::from("s"))
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_task_is_polled_when_due_and_ends_for_its_caller() {
+        let now = Instant::now();
+        let mut table = table();
+        let next = table.adopt(state(working("t")), "job".into(), 7, now + 100 * MS, now);
+        assert!(matches!(next, Next::Wait));
+        assert_eq!(table.next_due(), Some(now + 100 * MS));
+        assert!(table.due(now + 99 * MS).is_empty());
+        assert_eq!(table.due(now + 100 * MS), ["t"]);
+        assert_eq!(table.next_due(), None, "nothing is due while a poll is out");
+        let still = table.polled("t", Ok(working("t")), |_| now + 200 * MS);
+        assert!(matches!(still, Next::Wait));
+        assert_eq!(table.due(now + 200 * MS), ["t"]);
+        let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
+        let Next::Done {
+            waiters, outcome, ..
+        } = table.polled("t", Ok(done), |_| now)
+        else {
+            panic!("ended")
+        };
+        assert_eq!(waiters, [7]);
+        assert!(matches!(outcome, Ok(r) if r["content"] == json!([])));
+        assert_eq!(table.len(), 0);
+        assert!(!table.is_waiting(7));
+    }
+
+    #[test]
+    fn failed_and_cancelled_tasks_end_with_typed_errors() {
+        let now = Instant::now();
+        let mut table = table();
+        table.adopt(state(working("f")), "job".into(), 1, now, now);
+        table.adopt(state(working("c")), "job".into(), 2, now, now);
+        let failed = json!({"taskId": "f", "status": "failed",
+                            "error": {"code": -32603, "message": "boom"}});
+        let Next::Done { outcome, .. } = table.polled("f", Ok(failed), |_| now) else {
+            panic!("ended")
+        };
+        let error = outcome.expect_err("failed");
+        assert_eq!(error.kind(), ErrorKind::Rpc);
+        assert!(error.to_string().contains("boom"), "{error}");
+        let cancelled = json!({"taskId": "c", "status": "cancelled", "statusMessage": "stop"});
+        let Next::Done { outcome, .. } = table.polled("c", Ok(cancelled), |_| now) else {
+            panic!("ended")
+        };
+        let error = outcome.expect_err("cancelled");
+        assert_eq!(error.kind(), ErrorKind::Cancelled);
+        assert!(error.to_string().contains("stop"), "{error}");
+    }
+
+    #[test]
+    fn an_input_key_is_asked_once_however_often_a_poll_shows_it() {
+        let now = Instant::now();
+        let mut table = table();
+        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
+            "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
+        let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), |_| now) else {
+            panic!("asked")
+        };
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].key, "confirm");
+        // The next poll still shows it (the update is not seen yet): not asked again.
+        assert!(matches!(table.polled("t", Ok(asking), |_| now), Next::Wait));
+        let more = json!({"taskId": "t", "status": "input_required", "inputRequests": {
+            "confirm": {"method": "elicitation/create"},
+            "second": {"method": "elicitation/create"}}});
+        let Next::Ask(asked) = table.polled("t", Ok(more), |_| now) else {
+            panic!("asked")
+        };
+        assert_eq!(
+            asked.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["second"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_task_is_lost_with_an_unknown_outcome() {
+        let now = Instant::now();
+        let mut table = table();
+        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        let gone = Error::rpc(
+            "s",
+            "tasks/get",
+            RpcError::new(codes::INVALID_PARAMS, "Task not found"),
+        );
+        let Next::Done {
+            waiters, outcome, ..
+        } = table.polled("t", Err(gone), |_| now)
+        else {
+            panic!("ended")
+        };
+        assert_eq!(waiters, [1]);
+        let error = outcome.expect_err("lost");
+        assert_eq!(error.kind(), ErrorKind::OutcomeUnknown);
+        assert!(matches!(error, Error::TaskLost { .. }), "{error:?}");
+        assert!(error.to_string().contains("Task not found"), "{error}");
+    }
+
+    #[test]
+    fn a_failed_poll_asks_again_and_an_unreadable_answer_gives_up() {
+        let now = Instant::now();
+        let mut table = table();
+        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        table.due(now);
+        let timeout = Error::Timeout {
+            server: "s".into(),
+            method: "tasks/get".into(),
+            timeout: MS,
+            elapsed: MS,
+        };
+        assert!(matches!(
+            table.polled("t", Err(timeout), |_| now + 5 * MS),
+            Next::Wait
+        ));
+        assert_eq!(table.next_due(), Some(now + 5 * MS));
+        table.due(now + 5 * MS);
+        let other = json!({"taskId": "u", "status": "working"});
+        let Next::Done { outcome, .. } = table.polled("t", Ok(other), |_| now) else {
+            panic!("given up")
+        };
+        assert_eq!(
+            outcome.expect_err("invalid").kind(),
+            ErrorKind::InvalidResponse
+        );
+    }
+
+    #[test]
+    fn a_task_whose_caller_left_runs_on_and_its_outcome_is_kept() {
+        let now = Instant::now();
+        let mut table = table();
+        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        let handle = table.waiter_left(1).expect("a task");
+        assert_eq!((handle.task_id.as_str(), handle.tool.as_str()), ("t", "job"));
+        assert_eq!(handle.ttl, Some(Duration::from_secs(60)));
+        assert_eq!(table.len(), 1, "runs on");
+        let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
+        let Next::Done { waiters, .. } = table.polled("t", Ok(done), |_| now) else {
+            panic!("ended")
+        };
+        assert!(waiters.is_empty());
+        assert!(table.take_kept("t").expect("kept").is_ok());
+        assert!(table.take_kept("t").is_none(), "delivered once");
+    }
+
+    #[test]
+    fn kept_outcomes_are_bounded() {
+        let now = Instant::now();
+        let mut table = table();
+        for n in 0..MAX_KEPT_OUTCOMES + 10 {
+            let id = format!("t{n}");
+            table.adopt(state(working(&id)), "job".into(), n as u64, now, now);
+            table.waiter_left(n as u64);
+            let done = json!({"taskId": id, "status": "cancelled"});
+            table.polled(&id, Ok(done), |_| now);
+        }
+        assert_eq!(table.kept.len(), MAX_KEPT_OUTCOMES);
+        assert!(table.take_kept("t0").is_none(), "the oldest went first");
+    }
+
+    #[test]
+    fn a_task_that_ended_already_is_answered_at_once() {
+        let now = Instant::now();
+        let mut table = table();
+        let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
+        assert!(matches!(
+            table.adopt(state(done), "job".into(), 3, now, now),
+            Next::Done { waiters, .. } if waiters == [3]
+        ));
+        assert_eq!(table.len(), 0);
+    }
+}

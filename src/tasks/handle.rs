@@ -1,0 +1,51 @@
+//! [`TaskHandle`]: what names a task on a server, for as long as the server keeps it.
+
+use std::time::{Duration, SystemTime};
+
+/// A task a server runs for one of our calls: enough to find it again (its server and id)
+/// and to tell it from others (the tool, when it was created, how long the server keeps it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskHandle {
+    /// The server's name.
+    pub server: String,
+    /// The server's id for the task (opaque, at most 1 KiB).
+    pub task_id: String,
+    /// The tool the task runs.
+    pub tool: String,
+    /// When the server answered the call with the task (our clock).
+    pub created_at: SystemTime,
+    /// How long after its creation the server may forget the task; `None`: unlimited, or not
+    /// said.
+    pub ttl: Option<Duration>,
+}
+
+impl TaskHandle {
+    /// The handle of task `task_id` of `server`, running `tool`, created at `created_at`.
+    pub fn new(
+        server: impl Into<String>,
+        task_id: impl Into<String>,
+        tool: impl Into<String>,
+        created_at: SystemTime,
+    ) -> Self {
+        TaskHandle {
+            server: server.into(),
+            task_id: task_id.into(),
+            tool: tool.into(),
+            created_at,
+            ttl: None,
+        }
+    }
+
+    /// With the time the server keeps the task.
+    pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// When the server may forget the task (`None`: never said, or beyond what a clock can
+    /// hold).
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        self.created_at.checked_add(self.ttl?)
+    }
+}
