@@ -218,6 +218,9 @@ pub use actor::messages::{
     ReplaceServer, Restart, ServerEvent, ServerRequest, SetRequestHandler, Shutdown, Subscribe,
     SubscribeEvents, TypedCall, Unsubscribe, DEFAULT_DRAIN_TIMEOUT,
 };
+pub use actor::messages::{
+    AwaitTask, CancelTask, GetTask, ListTasks, StartTask, TaskInfo, TaskStart,
+};
 pub use actor::server::{InjectPanic, ServerActor};
 pub use actor::status::{Counters, ServerStatus};
 pub use actor::supervisor::{GetServer, Supervisor, SupervisorBuilder};
@@ -226,12 +229,12 @@ pub use config::{HttpMode, LoadOptions, Loaded, ServerConfig, Settings, StdioCon
 pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
-pub use tasks::TaskHandle;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
 pub use protocol::tasks::TaskStatus;
 #[cfg(feature = "serde")]
 pub use serialize::ErrorView;
+pub use tasks::TaskHandle;
 
 /// The README's examples, compiled as doc tests so that they cannot drift from the API.
 #[cfg(doctest)]

@@ -159,6 +159,22 @@ pub(crate) fn raw(payload: Payload) -> Result<Value, serde_json::Error> {
     match payload {
         Payload::Raw(text) => text.to_value(),
         Payload::Parsed(value) => Ok(value),
+        Payload::Task(_) => Err(not_a_task()),
+    }
+}
+
+/// Only [`StartTask`](crate::StartTask) asks to be answered with a task; any other call that
+/// met one would be told this (the session never does that).
+fn not_a_task() -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom("a task where a result was expected")
+}
+
+/// What [`StartTask`](crate::StartTask) is answered with: the task, or the result of a call
+/// the server answered at once.
+pub(crate) fn task_start(payload: Payload) -> Result<crate::TaskStart, serde_json::Error> {
+    match payload {
+        Payload::Task(handle) => Ok(crate::TaskStart::Running(*handle)),
+        other => tool_result(other).map(crate::TaskStart::Completed),
     }
 }
 
@@ -169,6 +185,7 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     match payload {
         Payload::Raw(text) => text.parse(),
         Payload::Parsed(value) => serde_json::from_value(value),
+        Payload::Task(_) => Err(not_a_task()),
     }
 }
 
@@ -185,6 +202,7 @@ pub(crate) fn tool_result(
     match payload {
         Payload::Raw(text) => text.parse::<ToolResult>().map(|parsed| parsed.0),
         Payload::Parsed(value) => serde_json::from_value(value),
+        Payload::Task(_) => Err(not_a_task()),
     }
 }
 

@@ -483,6 +483,30 @@ typed_routes!(
     Ping
 );
 
+/// The task messages go to the server their handle (or field) names.
+macro_rules! task_routes {
+    ($($t:ident => $server:expr),* $(,)?) => {$(
+        impl Handler<$t> for Supervisor {
+            type Result = ResponseFuture<<$t as Message>::Result>;
+
+            fn handle(&mut self, msg: $t, _: &mut Context<Self>) -> Self::Result {
+                #[allow(clippy::redundant_closure_call)]
+                let server: String = ($server)(&msg);
+                let forwarded = self.forward(&server, msg);
+                Box::pin(async move { forwarded.await? })
+            }
+        }
+    )*};
+}
+
+task_routes!(
+    StartTask => |m: &StartTask| m.server.clone(),
+    AwaitTask => |m: &AwaitTask| m.handle.server.clone(),
+    GetTask => |m: &GetTask| m.handle.server.clone(),
+    CancelTask => |m: &CancelTask| m.handle.server.clone(),
+    ListTasks => |m: &ListTasks| m.server.clone(),
+);
+
 impl Handler<GetSkill> for Supervisor {
     type Result = ResponseFuture<Result<GetSkillResult, Error>>;
 

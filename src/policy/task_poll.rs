@@ -61,7 +61,10 @@ mod tests {
         let zero = next_poll_in(Some(Duration::ZERO), FLOOR, CEILING, &mut rng);
         assert!(zero >= FLOOR && zero <= FLOOR + FLOOR / 10, "{zero:?}");
         let hour = next_poll_in(Some(Duration::from_secs(3600)), FLOOR, CEILING, &mut rng);
-        assert!(hour >= CEILING && hour <= CEILING + CEILING / 10, "{hour:?}");
+        assert!(
+            hour >= CEILING && hour <= CEILING + CEILING / 10,
+            "{hour:?}"
+        );
         let unsaid = next_poll_in(None, FLOOR, CEILING, &mut rng);
         assert!(unsaid >= DEFAULT_INTERVAL, "{unsaid:?}");
         // A ceiling set below the floor does not panic: the floor wins.

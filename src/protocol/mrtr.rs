@@ -91,10 +91,7 @@ pub fn classify(method: &str, result: &Value) -> Result<Round, String> {
             Err(format!("resultType task is not allowed for {method}"))
         }
         "task" => tasks::parse_task(result).map(|task| Round::Task(Box::new(task))),
-        other => Err(format!(
-            "unrecognised resultType {}",
-            server_text(other)
-        )),
+        other => Err(format!("unrecognised resultType {}", server_text(other))),
     }
 }
 

@@ -628,6 +628,28 @@ impl CallTable {
         Some(entry.tool().map(|t| t.into_owned()).unwrap_or_default())
     }
 
+    /// Whether call `key` asked to be answered with its task at once.
+    pub fn starts_task(&self, key: u64) -> bool {
+        self.calls.get(&key).is_some_and(|c| c.start_task)
+    }
+
+    /// Registers a caller that waits for something other than an answer to a request (a
+    /// task's end): neither written nor waiting, with a deadline, answered with
+    /// [`CallTable::answer_call`] or when its deadline passes. Returns its key and deadline.
+    pub fn hold_waiter(
+        &mut self,
+        call: CallRequest,
+        reply: Replier,
+        now: Instant,
+    ) -> (u64, Instant) {
+        let id = self.ids.next();
+        let mut entry = CallEntry::open(&self.server, id, call, reply, self.call_timeout, now);
+        entry.held = true;
+        let deadline = entry.deadline;
+        self.calls.insert(id, entry);
+        (id, deadline)
+    }
+
     /// Answers call `key` with `outcome`; false if it is gone (its caller left meanwhile).
     pub fn answer_call(&mut self, key: u64, outcome: Result<Payload, Error>) -> bool {
         let Some(entry) = self.remove(key) else {

@@ -28,6 +28,9 @@ use crate::session::request::{CallRequest, Params, ProgressSink};
 pub(crate) enum Payload {
     Raw(RawResult),
     Parsed(Value),
+    /// The server runs the call as this task, and the caller asked to be told so at once
+    /// ([`StartTask`](crate::StartTask)).
+    Task(Box<crate::tasks::TaskHandle>),
 }
 
 impl From<RawResult> for Payload {
@@ -115,6 +118,9 @@ pub(crate) struct CallEntry {
     pub cut_off: bool,
     /// Rounds of input asked for so far.
     pub rounds: u32,
+    /// Answered with the task's handle, should the server run it as a task (see
+    /// [`RequestOptions::start_task`](crate::session::request::RequestOptions)).
+    pub start_task: bool,
     /// The params of the original request, kept once the server asks for input: a re-send
     /// after a lost connection starts the rounds over from them (the server that gave the
     /// state of the later rounds may be gone, and a replacement refuses it).
@@ -216,6 +222,7 @@ impl CallEntry {
             sent: false,
             held: false,
             rounds: 0,
+            start_task: options.start_task,
             first_round: None,
             cut_off: false,
             progress,

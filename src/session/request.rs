@@ -59,6 +59,9 @@ pub(crate) struct RequestOptions {
     pub reset_timeout_on_progress: Option<Duration>,
     /// The parent of the call's `mcp.call` span.
     pub parent: tracing::Span,
+    /// A `tools/call` the server runs as a task is answered with the task's handle at once
+    /// ([`StartTask`](crate::StartTask)), not with its end.
+    pub start_task: bool,
 }
 
 impl Default for RequestOptions {
@@ -70,6 +73,7 @@ impl Default for RequestOptions {
             progress: None,
             reset_timeout_on_progress: None,
             parent: tracing::Span::none(),
+            start_task: false,
         }
     }
 }

@@ -15,6 +15,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,7 +24,7 @@ use serde_json::Value;
 use rand::rngs::StdRng;
 use serde_json::Map;
 
-use super::entry::{Internal, Payload, Replier};
+use super::entry::{Internal, Payload, Replier, Reply};
 use super::request::{CallRequest, RequestOptions};
 use super::{AskedBy, Command, InputAsk, Session};
 use crate::config::Settings;
@@ -118,7 +119,7 @@ impl TaskTable {
         &mut self,
         state: TaskState,
         tool: String,
-        waiter: u64,
+        waiter: Option<u64>,
         first_poll: Instant,
         now: Instant,
     ) -> Next {
@@ -132,8 +133,10 @@ impl TaskTable {
         if let Some(old) = self.tasks.get_mut(&state.task_id) {
             // The server gave an id it gave before: the same task (a server that answers a
             // re-sent request with its first task), so the caller waits for it too.
-            old.waiters.push(waiter);
-            self.waiting.insert(waiter, state.task_id);
+            if let Some(waiter) = waiter {
+                old.waiters.push(waiter);
+                self.waiting.insert(waiter, state.task_id);
+            }
             return Next::Wait;
         }
         tracing::debug!(server = %self.server, task = %server_text(&state.task_id), tool = %handle.tool, status = %state.status, "the server runs the call as a task");
@@ -145,13 +148,15 @@ impl TaskTable {
             since: now,
             next_poll: None,
             answered: BTreeSet::new(),
-            waiters: vec![waiter],
+            waiters: waiter.into_iter().collect(),
             failed_polls: 0,
             polls: 0,
         };
         let id = state.task_id.clone();
         self.tasks.insert(id.clone(), task);
-        self.waiting.insert(waiter, id.clone());
+        if let Some(waiter) = waiter {
+            self.waiting.insert(waiter, id.clone());
+        }
         self.learnt(&id, state, |_| first_poll)
     }
 
@@ -362,6 +367,42 @@ impl TaskTable {
         self.end(id, Err(error))
     }
 
+    /// The handle of running task `id`.
+    pub fn handle(&self, id: &str) -> Option<&TaskHandle> {
+        self.tasks.get(id).map(|t| &t.handle)
+    }
+
+    /// Caller `waiter` waits for running task `id` too; false if no such task runs here.
+    pub fn wait_for(&mut self, id: &str, waiter: u64) -> bool {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return false;
+        };
+        task.waiters.push(waiter);
+        self.waiting.insert(waiter, id.to_owned());
+        true
+    }
+
+    /// Follows task `handle`, which this table did not know (a handle kept across a restart):
+    /// asked at `now`, its status unknown until then (taken as working).
+    pub fn follow(&mut self, handle: TaskHandle, waiter: u64, now: Instant) {
+        let id = handle.task_id.clone();
+        let task = Task {
+            handle,
+            status: TaskStatus::Working,
+            status_message: None,
+            poll_interval: None,
+            since: now,
+            next_poll: None,
+            answered: BTreeSet::new(),
+            waiters: vec![waiter],
+            failed_polls: 0,
+            polls: 0,
+        };
+        self.tasks.insert(id.clone(), task);
+        self.waiting.insert(waiter, id.clone());
+        self.schedule(&id, now);
+    }
+
     /// Caller `waiter` stopped waiting (its deadline passed, or it left). The task runs on.
     /// Returns the task's handle, for what the caller is told.
     pub fn waiter_left(&mut self, waiter: u64) -> Option<TaskHandle> {
@@ -382,25 +423,33 @@ impl TaskTable {
     }
 
     /// The outcome kept for task `id`, taken (it is delivered once).
-    #[allow(dead_code)] // Awaiting a handle takes it (explicit task handles).
     pub fn take_kept(&mut self, id: &str) -> Option<Result<Value, Error>> {
         let at = self.kept.iter().position(|(h, _)| h.task_id == id)?;
         self.kept.remove(at).map(|(_, outcome)| outcome)
     }
 
-    /// The running tasks, for the status: handle, status, message, age.
-    #[allow(dead_code)] // Shown by the status (explicit task handles).
-    pub fn running(&self, now: Instant) -> Vec<(TaskHandle, TaskStatus, Duration)> {
-        self.tasks
-            .values()
-            .map(|t| {
-                (
-                    t.handle.clone(),
-                    t.status,
-                    now.saturating_duration_since(t.since),
-                )
-            })
-            .collect()
+    /// What is known of the tasks: those running, oldest first, then those ended with their
+    /// outcome kept, oldest first.
+    pub fn infos(&self, now: Instant) -> Vec<crate::TaskInfo> {
+        let mut running: Vec<&Task> = self.tasks.values().collect();
+        running.sort_by_key(|t| t.since);
+        let running = running.into_iter().map(|t| {
+            let mut info = crate::TaskInfo::new(t.handle.clone(), t.status);
+            info.status_message = t.status_message.clone();
+            info.poll_interval = t.poll_interval;
+            info.age = Some(now.saturating_duration_since(t.since));
+            info.next_poll_in = t.next_poll.map(|at| at.saturating_duration_since(now));
+            info
+        });
+        let ended = self.kept.iter().map(|(handle, outcome)| {
+            let status = match outcome {
+                Ok(_) => TaskStatus::Completed,
+                Err(Error::Cancelled { .. }) => TaskStatus::Cancelled,
+                Err(_) => TaskStatus::Failed,
+            };
+            crate::TaskInfo::new(handle.clone(), status)
+        });
+        running.chain(ended).collect()
     }
 }
 
@@ -410,13 +459,64 @@ impl Session {
     /// Call `key` was answered with task `state`: it waits for the task's end, which the
     /// session polls for.
     pub(super) fn task_created(&mut self, key: u64, state: TaskState, now: Instant) {
+        let start_only = self.calls.starts_task(key);
         let Some(tool) = self.calls.hold_for_task(key) else {
             return;
         };
         let first = self.next_poll(state.poll_interval, now);
         let id = state.task_id.clone();
-        let next = self.tasks.adopt(state, tool, key, first, now);
+        if start_only {
+            // The caller wants the handle now, and will await the task (or not) later.
+            let next = self.tasks.adopt(state, tool, None, first, now);
+            if let Some(handle) = self.tasks.handle(&id).cloned() {
+                self.calls
+                    .answer_call(key, Ok(Payload::Task(Box::new(handle))));
+            } else if let Next::Done {
+                handle, outcome, ..
+            } = next
+            {
+                // It ended in its first answer: the result is the call's, not kept for later.
+                self.tasks.take_kept(&id);
+                let answer = outcome.clone().map(Payload::Parsed);
+                if !self.calls.answer_call(key, answer) {
+                    self.tasks.unclaimed(handle, outcome);
+                }
+            }
+            return self.rearm_task_polls(now);
+        }
+        let next = self.tasks.adopt(state, tool, Some(key), first, now);
         self.on_task_next(&id, next, now);
+    }
+
+    /// Waits for the end of task `handle` (`AwaitTask`), within `timeout`, answered on
+    /// `reply`: at once with an outcome kept for it, or when the task ends. A task this
+    /// session does not follow (a handle kept across a restart) is followed from now on, and
+    /// asked at once.
+    pub fn await_task(
+        &mut self,
+        handle: TaskHandle,
+        timeout: Option<Duration>,
+        reply: Rc<dyn Reply>,
+        now: Instant,
+    ) {
+        if let Some(outcome) = self.tasks.take_kept(&handle.task_id) {
+            return reply.answer(&self.name, outcome.map(Payload::Parsed));
+        }
+        let mut call = CallRequest::of_value(self.name.to_string(), "tools/call", None);
+        call.tool = Some(handle.tool.clone());
+        call.options.timeout = timeout;
+        let (key, deadline) = self.calls.hold_waiter(call, Replier::Caller(reply), now);
+        self.arm_deadline(key, deadline);
+        if !self.tasks.wait_for(&handle.task_id, key) {
+            // Not followed here: follow it, asking the server at once.
+            self.tasks.follow(handle, key, now);
+        }
+        self.rearm_task_polls(now);
+    }
+
+    /// What is known of this server's tasks, for `ListTasks` and the status.
+    pub fn task_infos(&self, now: Instant) -> Vec<crate::TaskInfo> {
+        self.tasks.infos(now)
     }
 
     /// When to ask a task next, after `interval` (what the server asked for last).
@@ -441,12 +541,14 @@ impl Session {
                 waiters,
                 outcome,
             } => {
+                // (With no waiter at all, the table kept the outcome itself.)
+                let waited = !waiters.is_empty();
                 let mut taken = false;
                 for waiter in waiters {
                     let answer = outcome.clone().map(Payload::Parsed);
                     taken |= self.calls.answer_call(waiter, answer);
                 }
-                if !taken {
+                if waited && !taken {
                     self.tasks.unclaimed(handle, outcome);
                 }
             }
@@ -499,10 +601,19 @@ impl Session {
 
     /// Sends the application's answers to task `task_id`'s input requests (`tasks/update`).
     /// Not re-sent after a lost connection: an input key is answered at most once.
-    pub(super) fn update_task(&mut self, task_id: String, responses: Map<String, Value>, now: Instant) {
+    pub(super) fn update_task(
+        &mut self,
+        task_id: String,
+        responses: Map<String, Value>,
+        now: Instant,
+    ) {
         let params = tasks::update_params(&task_id, responses);
         let call = self.own_call("tasks/update", params, RetryPolicy::Never);
-        self.open_call(call, Replier::Session(Internal::TaskUpdate { task_id }), now);
+        self.open_call(
+            call,
+            Replier::Session(Internal::TaskUpdate { task_id }),
+            now,
+        );
     }
 
     /// The answer to a `tasks/update` of task `task_id`: it is asked again soon.
@@ -542,6 +653,11 @@ fn payload_value(server: &str, payload: Payload) -> Result<Value, Error> {
         Payload::Raw(raw) => raw
             .to_value()
             .map_err(|e| Error::invalid_response(server, "tasks/get", e.to_string())),
+        Payload::Task(_) => Err(Error::invalid_response(
+            server,
+            "tasks/get",
+            "a task where a task's state was expected",
+        )),
     }
 }
 
@@ -571,7 +687,13 @@ mod tests {
     fn a_task_is_polled_when_due_and_ends_for_its_caller() {
         let now = Instant::now();
         let mut table = table();
-        let next = table.adopt(state(working("t")), "job".into(), 7, now + 100 * MS, now);
+        let next = table.adopt(
+            state(working("t")),
+            "job".into(),
+            Some(7),
+            now + 100 * MS,
+            now,
+        );
         assert!(matches!(next, Next::Wait));
         assert_eq!(table.next_due(), Some(now + 100 * MS));
         assert!(table.due(now + 99 * MS).is_empty());
@@ -597,8 +719,8 @@ mod tests {
     fn failed_and_cancelled_tasks_end_with_typed_errors() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("f")), "job".into(), 1, now, now);
-        table.adopt(state(working("c")), "job".into(), 2, now, now);
+        table.adopt(state(working("f")), "job".into(), Some(1), now, now);
+        table.adopt(state(working("c")), "job".into(), Some(2), now, now);
         let failed = json!({"taskId": "f", "status": "failed",
                             "error": {"code": -32603, "message": "boom"}});
         let Next::Done { outcome, .. } = table.polled("f", Ok(failed), |_| now) else {
@@ -620,7 +742,7 @@ mod tests {
     fn an_input_key_is_asked_once_however_often_a_poll_shows_it() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
         let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
         let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), |_| now) else {
@@ -646,7 +768,7 @@ mod tests {
     fn an_unknown_task_is_lost_with_an_unknown_outcome() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
         let gone = Error::rpc(
             "s",
             "tasks/get",
@@ -669,7 +791,7 @@ mod tests {
     fn a_failed_poll_asks_again_and_an_unreadable_answer_gives_up() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
         table.due(now);
         let timeout = Error::Timeout {
             server: "s".into(),
@@ -697,9 +819,12 @@ mod tests {
     fn a_task_whose_caller_left_runs_on_and_its_outcome_is_kept() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), 1, now, now);
+        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
         let handle = table.waiter_left(1).expect("a task");
-        assert_eq!((handle.task_id.as_str(), handle.tool.as_str()), ("t", "job"));
+        assert_eq!(
+            (handle.task_id.as_str(), handle.tool.as_str()),
+            ("t", "job")
+        );
         assert_eq!(handle.ttl, Some(Duration::from_secs(60)));
         assert_eq!(table.len(), 1, "runs on");
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
@@ -717,7 +842,7 @@ mod tests {
         let mut table = table();
         for n in 0..MAX_KEPT_OUTCOMES + 10 {
             let id = format!("t{n}");
-            table.adopt(state(working(&id)), "job".into(), n as u64, now, now);
+            table.adopt(state(working(&id)), "job".into(), Some(n as u64), now, now);
             table.waiter_left(n as u64);
             let done = json!({"taskId": id, "status": "cancelled"});
             table.polled(&id, Ok(done), |_| now);
@@ -732,7 +857,7 @@ mod tests {
         let mut table = table();
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
         assert!(matches!(
-            table.adopt(state(done), "job".into(), 3, now, now),
+            table.adopt(state(done), "job".into(), Some(3), now, now),
             Next::Done { waiters, .. } if waiters == [3]
         ));
         assert_eq!(table.len(), 0);

@@ -116,6 +116,10 @@ fn payload_value(payload: crate::session::entry::Payload) -> Value {
     match payload {
         crate::session::entry::Payload::Raw(raw) => raw.to_value().unwrap_or(Value::Null),
         crate::session::entry::Payload::Parsed(value) => value,
+        // What a test sees of a task it was answered with: its id and tool.
+        crate::session::entry::Payload::Task(handle) => {
+            serde_json::json!({"task": handle.task_id, "tool": handle.tool})
+        }
     }
 }
 

@@ -182,6 +182,7 @@ impl From<CallOptions> for RequestOptions {
                 .map(|recipient| Box::new(recipient) as Box<dyn ProgressSink>),
             reset_timeout_on_progress: options.reset_timeout_on_progress,
             parent: options.parent,
+            start_task: false,
         }
     }
 }
@@ -198,8 +199,10 @@ impl ProgressSink for Recipient<Progress> {
 }
 
 pub(crate) mod skills;
+pub(crate) mod tasks;
 mod typed;
 pub use skills::{LoadSkill, ReadSkillFile};
+pub use tasks::{AwaitTask, CancelTask, GetTask, ListTasks, StartTask, TaskInfo, TaskStart};
 pub use typed::*;
 
 /// A progress notification for one call.

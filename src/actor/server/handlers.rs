@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{AwaitReady, Drain, InjectPanic, ServerActor};
+use crate::actor::messages::tasks;
 use crate::actor::messages::*;
 use crate::actor::reply::{self, CallResponse, Slot};
 use crate::actor::routing::Routed;
@@ -224,5 +225,98 @@ impl Handler<InjectPanic> for ServerActor {
             "InjectPanic: a test asked ServerActor `{}` to panic",
             self.session.name()
         );
+    }
+}
+
+// ----- tasks (the Tasks extension) -----
+
+impl ServerActor {
+    /// A task handle names its server: one of another server is refused, never looked for
+    /// here.
+    fn own_task(&self, handle: &crate::TaskHandle) -> Result<(), Error> {
+        if handle.server == **self.session.name() {
+            Ok(())
+        } else {
+            Err(Error::ServerNotFound {
+                server: handle.server.clone(),
+            })
+        }
+    }
+}
+
+impl Handler<StartTask> for ServerActor {
+    type Result = CallResponse<TaskStart>;
+
+    fn handle(&mut self, msg: StartTask, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::task_start, "StartTask");
+        self.begin_call(msg.into(), slot.clone(), ctx);
+        CallResponse(slot)
+    }
+}
+
+impl Handler<AwaitTask> for ServerActor {
+    type Result = CallResponse<rmcp::model::CallToolResult>;
+
+    fn handle(&mut self, msg: AwaitTask, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::tool_result, "AwaitTask");
+        match self.own_task(&msg.handle) {
+            Ok(()) => {
+                self.session
+                    .await_task(msg.handle, msg.timeout, slot.clone(), self.clock.now());
+                self.drive(ctx);
+            }
+            Err(e) => slot.answer(self.session.name(), Err(e)),
+        }
+        CallResponse(slot)
+    }
+}
+
+impl Handler<CancelTask> for ServerActor {
+    type Result = CallResponse<()>;
+
+    fn handle(&mut self, msg: CancelTask, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::unit, "CancelTask");
+        match self.own_task(&msg.handle) {
+            Ok(()) => {
+                let request = tasks::task_request(&msg.handle, "tasks/cancel", msg.options);
+                self.begin_call(request, slot.clone(), ctx);
+            }
+            Err(e) => slot.answer(self.session.name(), Err(e)),
+        }
+        CallResponse(slot)
+    }
+}
+
+impl Handler<GetTask> for ServerActor {
+    type Result = ResponseFuture<Result<TaskInfo, Error>>;
+
+    /// Asks the server (`tasks/get`); its answer is read into what it says of the task.
+    fn handle(&mut self, msg: GetTask, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(e) = self.own_task(&msg.handle) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let (tx, rx) = oneshot::channel();
+        let request = tasks::task_request(&msg.handle, "tasks/get", msg.options);
+        self.begin_call(request, Slot::to(tx, reply::raw, "GetTask"), ctx);
+        let handle = msg.handle;
+        Box::pin(async move {
+            let server = handle.server.clone();
+            let answer = rx.await.unwrap_or(Err(Error::Stopped {
+                server: server.clone(),
+            }))?;
+            tasks::task_info(handle, &answer)
+                .map_err(|why| Error::invalid_response(&server, "tasks/get", why))
+        })
+    }
+}
+
+impl Handler<ListTasks> for ServerActor {
+    type Result = Result<Vec<TaskInfo>, Error>;
+
+    fn handle(&mut self, msg: ListTasks, _: &mut Context<Self>) -> Self::Result {
+        if msg.server != **self.session.name() {
+            return Err(Error::ServerNotFound { server: msg.server });
+        }
+        Ok(self.session.task_infos(self.clock.now()))
     }
 }

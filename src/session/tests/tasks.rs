@@ -4,8 +4,9 @@
 //! is an unknown outcome.
 
 use super::*;
-use crate::protocol::tasks::EXTENSION;
+use crate::protocol::tasks::{TaskStatus, EXTENSION};
 use crate::session::testing::Options;
+use crate::tasks::TaskHandle;
 
 const HOUR: Duration = Duration::from_secs(3600);
 const MS: Duration = Duration::from_millis(1);
@@ -48,7 +49,10 @@ fn a_task_is_polled_as_the_server_asks_until_it_completes_and_the_caller_gets_th
     h.answer(&sent[0], created("t-1", 500));
     assert!(answer.take().is_none(), "the task runs");
     h.advance(499 * MS);
-    assert!(h.written().is_empty(), "not polled before the interval asked for");
+    assert!(
+        h.written().is_empty(),
+        "not polled before the interval asked for"
+    );
     h.advance(51 * MS);
     let poll = h.written();
     assert_eq!(poll.len(), 1, "{poll:?}");
@@ -63,7 +67,10 @@ fn a_task_is_polled_as_the_server_asks_until_it_completes_and_the_caller_gets_th
     let result = answer.take().expect("answered").expect("the tool's result");
     assert_eq!(result["content"][0]["text"], "done");
     h.advance(Duration::from_secs(5));
-    assert!(of(&h.written(), "tasks/get").is_empty(), "an ended task is not polled");
+    assert!(
+        of(&h.written(), "tasks/get").is_empty(),
+        "an ended task is not polled"
+    );
     assert_eq!(h.counters().calls_ok, 1 + 2, "the call and its two polls");
 }
 
@@ -71,12 +78,18 @@ fn a_task_is_polled_as_the_server_asks_until_it_completes_and_the_caller_gets_th
 fn a_tool_error_a_failure_and_a_cancellation_each_reach_the_caller_as_what_they_are() {
     let mut h = modern_session(settings());
     let ends = [
-        ("completed", json!({"result": {"content": [], "isError": true}})),
+        (
+            "completed",
+            json!({"result": {"content": [], "isError": true}}),
+        ),
         (
             "failed",
             json!({"error": {"code": -32603, "message": "the job failed"}}),
         ),
-        ("cancelled", json!({"statusMessage": "stopped by the operator"})),
+        (
+            "cancelled",
+            json!({"statusMessage": "stopped by the operator"}),
+        ),
     ];
     for (status, extra) in ends {
         let answer = h.call(tool("job"));
@@ -193,7 +206,8 @@ fn input_nobody_can_answer_ends_the_wait_with_why() {
     let Some(Command::AskInput(ask)) = h.other.pop() else {
         panic!("asked")
     };
-    h.session.input_answered(ask, InputAnswers::NoHandler, h.now);
+    h.session
+        .input_answered(ask, InputAnswers::NoHandler, h.now);
     h.drive();
     let Some(Err(error)) = answer.take() else {
         panic!("answered with an error")
@@ -298,7 +312,10 @@ fn polls_keep_to_the_servers_interval_within_the_floor_and_the_ceiling() {
     }
     // Each wait is the interval asked for (or its bound), plus at most a tenth and a tick.
     let expected = |asked: Duration| asked.clamp(floor, ceiling);
-    let asked_before = [1000, 1000, 1000, 1000, 1000, 1000, 10, 10, 10, 10, 10, 3_600_000, 3_600_000, 3_600_000, 3_600_000];
+    let asked_before = [
+        1000, 1000, 1000, 1000, 1000, 1000, 10, 10, 10, 10, 10, 3_600_000, 3_600_000, 3_600_000,
+        3_600_000,
+    ];
     for (wait, asked) in polls.iter().zip(asked_before) {
         let low = expected(Duration::from_millis(asked));
         assert!(
@@ -306,4 +323,115 @@ fn polls_keep_to_the_servers_interval_within_the_floor_and_the_ceiling() {
             "waited {wait:?} after asking for {asked} ms: {polls:?}"
         );
     }
+}
+
+fn start(name: &str) -> CallRequest {
+    let mut request = tool(name);
+    request.options.start_task = true;
+    request
+}
+
+fn handle(id: &str) -> TaskHandle {
+    TaskHandle::new("demo", id, "job", std::time::SystemTime::now())
+}
+
+fn completed(id: &str) -> Value {
+    let mut done = polled(id, "completed", 100);
+    done["result"] = json!({"content": [{"type": "text", "text": "done"}]});
+    done
+}
+
+#[test]
+fn a_started_task_answers_with_its_handle_at_once_and_is_awaited_later() {
+    let mut h = modern_session(settings());
+    let started = h.call(start("job"));
+    let sent = h.written();
+    h.answer(&sent[0], created("t-1", 100));
+    let answer = started.take().expect("answered at once").expect("a task");
+    assert_eq!(answer, json!({"task": "t-1", "tool": "job"}));
+    // Nobody waits, and the task is polled all the same; it ends, and its outcome is kept.
+    h.advance(120 * MS);
+    let poll = h.written();
+    assert_eq!(poll[0]["method"], "tasks/get");
+    h.answer(&poll[0], completed("t-1"));
+    let infos = h.session.task_infos(h.now);
+    assert_eq!(infos.len(), 1);
+    assert_eq!(infos[0].status, TaskStatus::Completed);
+    let waiter = Rc::new(crate::session::testing::Answer::default());
+    h.session
+        .await_task(handle("t-1"), None, waiter.clone(), h.now);
+    h.drive();
+    let result = waiter.take().expect("at once").expect("the result");
+    assert_eq!(result["content"][0]["text"], "done");
+    assert!(h.session.task_infos(h.now).is_empty(), "delivered once");
+}
+
+#[test]
+fn awaiting_a_running_task_waits_for_its_end_within_its_own_timeout() {
+    let mut h = modern_session(settings());
+    let started = h.call(start("job"));
+    let sent = h.written();
+    h.answer(&sent[0], created("t", 1000));
+    assert!(started.take().is_some());
+    let short = Rc::new(crate::session::testing::Answer::default());
+    h.session.await_task(
+        handle("t"),
+        Some(Duration::from_millis(300)),
+        short.clone(),
+        h.now,
+    );
+    h.drive();
+    h.advance(Duration::from_millis(350));
+    let Some(Err(error)) = short.take() else {
+        panic!("timed out")
+    };
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    assert_eq!(error.task().map(|t| t.task_id.as_str()), Some("t"));
+    let long = Rc::new(crate::session::testing::Answer::default());
+    h.session.await_task(handle("t"), None, long.clone(), h.now);
+    h.drive();
+    h.advance(Duration::from_millis(800));
+    let poll = h.written();
+    assert_eq!(of(&poll, "tasks/get").len(), 1, "{poll:?}");
+    h.answer(&poll[0], completed("t"));
+    assert!(matches!(long.take(), Some(Ok(_))));
+}
+
+#[test]
+fn a_handle_this_session_never_saw_is_asked_about_at_once() {
+    // A handle kept across a restart of the application: the new session follows it.
+    let mut h = modern_session(settings());
+    let waiter = Rc::new(crate::session::testing::Answer::default());
+    h.session
+        .await_task(handle("old"), None, waiter.clone(), h.now);
+    h.drive();
+    h.advance(MS);
+    let poll = h.written();
+    assert_eq!(poll.len(), 1, "{poll:?}");
+    assert_eq!(poll[0]["params"]["taskId"], "old");
+    h.answer(&poll[0], completed("old"));
+    assert!(matches!(waiter.take(), Some(Ok(_))));
+    // And one the server forgot (it restarted without keeping it) is an unknown outcome.
+    let lost = Rc::new(crate::session::testing::Answer::default());
+    h.session
+        .await_task(handle("gone"), None, lost.clone(), h.now);
+    h.drive();
+    h.advance(MS);
+    let poll = h.written();
+    h.send(json!({"jsonrpc": "2.0", "id": poll[0]["id"],
+                  "error": {"code": -32602, "message": "Task not found"}}));
+    assert_eq!(kind(&lost), Some(ErrorKind::OutcomeUnknown));
+}
+
+#[test]
+fn a_started_task_that_ended_in_its_first_answer_answers_with_its_result_once() {
+    let mut h = modern_session(settings());
+    let started = h.call(start("job"));
+    let sent = h.written();
+    let mut done = completed("t");
+    done["resultType"] = json!("task");
+    h.answer(&sent[0], done);
+    let result = started.take().expect("answered").expect("the result");
+    assert_eq!(result["content"][0]["text"], "done");
+    assert!(h.session.task_infos(h.now).is_empty(), "not kept as well");
 }
