@@ -38,6 +38,7 @@ mod skills;
 mod sse;
 mod startup_warnings;
 mod stdio_faults;
+mod tasks;
 mod tool_results;
 mod tracing_spans;
 #[cfg(feature = "actix-web")]

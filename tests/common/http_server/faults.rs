@@ -165,6 +165,18 @@ impl Faults {
         lock(&self.0.faults).confirm_state_only = answers;
     }
 
+    // ---- tasks ----
+
+    /// The `pollIntervalMs` of `job`'s tasks (default 50).
+    pub fn task_poll_ms(&self, ms: u64) {
+        lock(&self.0.faults).task_poll_ms = ms;
+    }
+
+    /// Forgets every task, as a restart that keeps none would: their polls are `-32602`.
+    pub fn forget_tasks(&self) {
+        super::tasks::forget(&self.0);
+    }
+
     // ---- authorization ----
 
     /// Makes `/mcp` an OAuth protected resource whose tokens `bearer` checks (`None`: open, the
@@ -195,5 +207,6 @@ pub(super) struct FaultState {
     pub(super) listen_lifetime_ms: Option<u64>,
     pub(super) confirm_rounds: usize,
     pub(super) confirm_state_only: usize,
+    pub(super) task_poll_ms: u64,
     pub(super) bearer: Option<Bearer>,
 }

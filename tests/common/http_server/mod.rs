@@ -23,7 +23,8 @@
 //! `Mcp-Name`, `Mcp-Param-*`, the `_meta` keys) and is answered by the modern service
 //! (`modern`): `server/discover`, the lists and calls with `resultType`, `tools/call` streams
 //! without event ids (a cut stream loses the request), `subscriptions/listen` streams (`listen`)
-//! in place of the GET stream, and multi round-trip input for `confirm` (`mrtr`).
+//! in place of the GET stream, multi round-trip input for `confirm` (`mrtr`), and the Tasks
+//! extension's `job` with `tasks/get` and `tasks/cancel` (`tasks`).
 //!
 //! Tools: `echo {text}`, `slow {seconds, steps}` (one progress notification per step when the
 //! call carries `_meta.progressToken`, then "done"), `counter {}` (increments a per-server
@@ -60,6 +61,7 @@ mod mrtr;
 mod state;
 mod stats;
 mod streams;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;

@@ -32,7 +32,7 @@ use super::headers::{check_params, check_request};
 use super::state::{lock, Shared};
 use super::streams::{sse_response, Direct};
 use super::tools::{read_resource, run_tool, Caller, Emit};
-use super::{listen, modern_tools, mrtr};
+use super::{listen, modern_tools, mrtr, tasks};
 
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
@@ -76,6 +76,10 @@ pub(super) async fn post(
             answer(&state, &id, read)
         }
         "tools/call" => tools_call(req, state, id, &params).await,
+        "tasks/get" | "tasks/cancel" => {
+            let answered = tasks::answer(&state, method, &params);
+            answer(&state, &id, answered)
+        }
         "subscriptions/listen" => match listen::listen(&state, id.clone(), &params) {
             Ok(stream) => stream,
             Err(message) => answer(&state, &id, Err((-32602, message))),
@@ -161,6 +165,14 @@ async fn tools_call(
                 broken.data,
             );
         }
+    }
+    if name == "job" {
+        let created = if tasks::declares_tasks(params) {
+            tasks::create(&state, &args)
+        } else {
+            tasks::run_in_request(&args).await
+        };
+        return answer(&state, &id, Ok(created));
     }
     let mrtr_params =
         params.get("requestState").is_some() || params.get("inputResponses").is_some();

@@ -117,4 +117,5 @@ pub(super) fn input_schema(name: &str) -> Option<Value> {
         .chain(invalid_header_tools())
         .find(|tool| tool["name"] == name)
         .map(|tool| tool["inputSchema"].clone())
+        .or_else(|| (name == "job").then(super::tasks::job_schema))
 }

@@ -17,6 +17,7 @@ use super::headers::default_versions;
 use super::listen::Listens;
 use super::mrtr::Flows;
 use super::stats::{Counters, Seen, MAX_SEEN};
+use super::tasks::Jobs;
 use super::{GetMode, SessionGone};
 
 pub(super) struct Shared {
@@ -27,6 +28,8 @@ pub(super) struct Shared {
     pub(super) listens: Mutex<Listens>,
     /// The `confirm` tool's multi round-trip flows.
     pub(super) flows: Mutex<Flows>,
+    /// The `job` tool's tasks (the Tasks extension).
+    pub(super) jobs: Mutex<Jobs>,
     /// The `counter` tool's value.
     pub(super) counter: AtomicU64,
     /// Makes session ids unique within the server.
@@ -94,12 +97,14 @@ impl Shared {
                 listen_lifetime_ms: None,
                 confirm_rounds: 1,
                 confirm_state_only: 0,
+                task_poll_ms: 50,
                 bearer: None,
             }),
             counters: Mutex::default(),
             sessions: Mutex::default(),
             listens: Mutex::default(),
             flows: Mutex::default(),
+            jobs: Mutex::default(),
             counter: AtomicU64::new(0),
             next_session: AtomicU64::new(1),
         }

@@ -95,6 +95,11 @@ impl Stats {
         lock(&self.0.counters).resumed_gets
     }
 
+    /// The `tasks/get` polls task `id` of `job` got.
+    pub fn task_polls(&self, id: &str) -> usize {
+        super::tasks::polls(&self.0, id)
+    }
+
     pub fn deletes(&self) -> usize {
         lock(&self.0.counters).deletes
     }

@@ -1,0 +1,139 @@
+//! The Tasks extension (2026-07-28) in the modern service, for the client's tasks over HTTP:
+//! `job {ms, text}` called with the extension declared is answered with a task at once
+//! (`resultType: "task"`, `pollIntervalMs` from [`super::Faults::task_poll_ms`]), which
+//! completes `ms` after it was created with the text `text`; without the declaration it runs
+//! in its request. `tasks/get` tells a task's state as of now (each poll counted per task),
+//! `tasks/cancel` cancels one that has not completed, and an id the server does not know
+//! (never made, or forgotten by [`super::Faults::forget_tasks`], as a restart would) is
+//! `-32602`. A task's requests must carry `Mcp-Name: <taskId>` (checked with the others, in
+//! `headers`).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::state::{lock, Shared};
+
+/// The jobs the server runs as tasks.
+#[derive(Default)]
+pub(super) struct Jobs {
+    next: u64,
+    jobs: HashMap<String, Job>,
+}
+
+struct Job {
+    created: Instant,
+    runs_for: Duration,
+    text: String,
+    cancelled: bool,
+    polls: usize,
+}
+
+/// The schema of `job`, callable in the modern era (never listed).
+pub(super) fn job_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "ms": {"type": "integer"}, "text": {"type": "string"}}})
+}
+
+/// Whether a request declares the extension.
+pub(super) fn declares_tasks(params: &Value) -> bool {
+    params
+        .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities/extensions")
+        .and_then(|e| e.get("io.modelcontextprotocol/tasks"))
+        .is_some()
+}
+
+/// `job`'s arguments: how long it runs, and what it answers.
+fn job_args(args: &Value) -> (Duration, String) {
+    let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(200);
+    let text = args
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or("done")
+        .to_owned();
+    (Duration::from_millis(ms), text)
+}
+
+/// `job` without the extension: it runs in its request.
+pub(super) async fn run_in_request(args: &Value) -> Value {
+    let (runs_for, text) = job_args(args);
+    actix_web::rt::time::sleep(runs_for).await;
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+/// `job` with the extension: a task, answered at once.
+pub(super) fn create(state: &Shared, args: &Value) -> Value {
+    let (runs_for, text) = job_args(args);
+    let poll_ms = lock(&state.faults).task_poll_ms;
+    let mut jobs = lock(&state.jobs);
+    jobs.next += 1;
+    let id = format!("job-{}", jobs.next);
+    let job = Job {
+        created: Instant::now(),
+        runs_for,
+        text,
+        cancelled: false,
+        polls: 0,
+    };
+    let mut task = task_json(&id, &job, poll_ms);
+    task["resultType"] = json!("task");
+    task["status"] = json!("working");
+    if let Some(object) = task.as_object_mut() {
+        object.remove("result");
+    }
+    jobs.jobs.insert(id, job);
+    task
+}
+
+fn task_json(id: &str, job: &Job, poll_ms: u64) -> Value {
+    let done = job.created.elapsed() >= job.runs_for;
+    let mut task = json!({
+        "taskId": id, "createdAt": "2026-12-02T10:00:00Z", "lastUpdatedAt": "2026-12-02T10:00:00Z",
+        "ttlMs": 600000, "pollIntervalMs": poll_ms,
+    });
+    if job.cancelled {
+        task["status"] = json!("cancelled");
+    } else if done {
+        task["status"] = json!("completed");
+        task["result"] = json!({"content": [{"type": "text", "text": job.text}]});
+    } else {
+        task["status"] = json!("working");
+    }
+    task
+}
+
+/// `tasks/get` and `tasks/cancel`.
+pub(super) fn answer(state: &Shared, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    let id = params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or((-32602, "Invalid params: taskId is missing".to_owned()))?;
+    let poll_ms = lock(&state.faults).task_poll_ms;
+    let mut jobs = lock(&state.jobs);
+    let Some(job) = jobs.jobs.get_mut(id) else {
+        return Err((-32602, "Failed to retrieve task: Task not found".to_owned()));
+    };
+    match method {
+        "tasks/get" => {
+            job.polls += 1;
+            Ok(task_json(id, job, poll_ms))
+        }
+        _ => {
+            if job.created.elapsed() < job.runs_for {
+                job.cancelled = true;
+            }
+            Ok(json!({}))
+        }
+    }
+}
+
+/// Forgets every task (a restart that keeps none).
+pub(super) fn forget(state: &Shared) {
+    lock(&state.jobs).jobs.clear();
+}
+
+/// The polls task `id` got.
+pub(super) fn polls(state: &Shared, id: &str) -> usize {
+    lock(&state.jobs).jobs.get(id).map_or(0, |j| j.polls)
+}

@@ -1,0 +1,5 @@
+//! Tasks (the Tasks extension of 2026-07-28) end to end: a `tools/call` the server runs as a
+//! task, answered with its end; the explicit handles; a task the server forgot. `http` against
+//! the in-tree Streamable HTTP server (`job`).
+
+mod http;
