@@ -102,6 +102,13 @@
 //!   verification of what is read against it (size, SHA-256 digest, and the `SKILL.md`'s
 //!   frontmatter, parsed as YAML in [`frontmatter`](skills::frontmatter)); the messages that
 //!   list, get, load and read skills are in [`messages`](actor::messages).
+//! - [`tasks`] (ground: nothing from `session`, `actor` or `transport`): the durable store of
+//!   the MCP Tasks extension, so that a task's polling resumes after a reconnect or a restart
+//!   and its outcome is delivered once. `record` ([`TaskRecord`](tasks::TaskRecord), its
+//!   status, key and updates, the bounds of what is kept, the arguments' digest), `store` (the
+//!   [`TaskStore`](tasks::TaskStore) trait with its rules and error, and
+//!   [`MemoryTaskStore`](tasks::MemoryTaskStore)) and `tests`,
+//!   the one suite every store passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
@@ -198,6 +205,7 @@ pub mod protocol;
 pub mod serialize;
 pub(crate) mod session;
 pub mod skills;
+pub mod tasks;
 pub mod telemetry;
 pub(crate) mod transport;
 #[cfg(feature = "watch")]

@@ -1,0 +1,57 @@
+//! The durable task store of the MCP Tasks extension.
+//!
+//! A server may answer a `tools/call` with a *task* instead of a result: an id, a status
+//! (`working`, `input_required`, `completed`, `failed`, `cancelled`), a ttl and a poll
+//! interval. The client polls the task until it ends, answers the input requests it makes on
+//! the way, and then fetches its result. A task can outlive a connection, a restart of the
+//! server, and a restart of this process; a [`TaskStore`] is what lets it.
+//!
+//! # The promise
+//!
+//! - A task we were told of is polled again after a reconnect, a server restart or a restart
+//!   of this process, on the server that created it: a record names the server's configured
+//!   name *and* its identity (URL or command line), so a server that took over the name is
+//!   never polled for another's task.
+//! - Its outcome (the result, or the JSON-RPC error) is delivered exactly once.
+//! - No input request is ever answered twice.
+//!
+//! # Crash safety
+//!
+//! Each [`TaskStore`] method is all-or-nothing, and durable once it returns `Ok`. On that the
+//! driver of tasks builds the promise, with these rules (each method's docs give its reason):
+//!
+//! 1. [`insert`](TaskStore::insert) before anyone is told of the task. A crash before it
+//!    loses a task nobody waits for; after it, the task is resumed.
+//! 2. [`mark_input_answered`](TaskStore::mark_input_answered) before the answer is sent. A
+//!    crash between the two leaves the request unanswered rather than answered twice.
+//! 3. [`finish`](TaskStore::finish) stores the terminal status and its outcome together, and
+//!    the first end wins: a task never goes back from an end.
+//! 4. [`take_outcome`](TaskStore::take_outcome) is the one way an outcome leaves the store: it
+//!    marks the task delivered in the same step. A crash after it has returned has delivered
+//!    the outcome (to whoever took it) and it is not handed out again; a crash before leaves it
+//!    to be taken once after the restart.
+//!
+//! `tests/it/task_store.rs` kills a process writing an SQLite store with `SIGKILL` after and
+//! during each of these steps, and checks that the store reopens with the last step whole.
+//!
+//! # Stores
+//!
+//! [`MemoryTaskStore`] (no file: tasks survive reconnects and server restarts, not a restart
+//! of this process) and, with the `sqlite` feature (default), `SqliteTaskStore`, a
+//! database file. Both are bounded ([`DEFAULT_MAX_TASKS`]) and keep only bounded fields
+//! ([`record`]'s limits); both refuse what they cannot keep with a [`TaskStoreError`], never
+//! a panic.
+//!
+//!
+//! Ground level: this module imports nothing from the session, the actors or the transports.
+
+pub mod record;
+mod store;
+
+pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
+pub use store::{
+    MemoryTaskStore, TaskStore, TaskStoreError, DEFAULT_MAX_TASKS, DELIVERED_RETENTION,
+};
+
+#[cfg(test)]
+mod tests;
