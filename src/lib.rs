@@ -57,6 +57,10 @@
 //! [`config`](ErrorKind::Config) error that names the feature
 //! ([`Transport::is_compiled_in`]).
 //!
+//! `sqlite` (default) compiles SQLite in (bundled: nothing to install) for the [`tasks`]
+//! store that outlives this process, `SqliteTaskStore`; without it,
+//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains.
+//!
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum, its messages and its stable kind codes; `build`, the
@@ -107,7 +111,8 @@
 //!   and its outcome is delivered once. `record` ([`TaskRecord`](tasks::TaskRecord), its
 //!   status, key and updates, the bounds of what is kept, the arguments' digest), `store` (the
 //!   [`TaskStore`](tasks::TaskStore) trait with its rules and error, and
-//!   [`MemoryTaskStore`](tasks::MemoryTaskStore)) and `tests`,
+//!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
+//!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), and `tests`,
 //!   the one suite every store passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.

@@ -42,13 +42,55 @@
 //! ([`record`]'s limits); both refuse what they cannot keep with a [`TaskStoreError`], never
 //! a panic.
 //!
+#![cfg_attr(
+    feature = "sqlite",
+    doc = r##"```
+use mcp_supervisor::tasks::{arguments_digest, SqliteTaskStore, TaskKey, TaskRecord, TaskStatus,
+    TaskStore, TaskUpdate};
+use serde_json::json;
+use std::time::{Duration, SystemTime};
+
+let path = std::env::temp_dir()
+    .join(format!("mcp-tasks-example-{}", std::process::id()))
+    .join("tasks.sqlite3");
+let store = SqliteTaskStore::open(&path)?;
+
+// The server answered a tools/call with a task: keep it before anyone hears of it.
+let args = json!({"query": "rust"});
+let record = TaskRecord::new("search", "https://mcp.example.com/mcp", "task-7", "search",
+    arguments_digest(&args), SystemTime::now())
+    .ttl(Duration::from_secs(3600))
+    .poll_interval(Duration::from_secs(2));
+store.insert(&record)?;
+let key = record.key();
+
+// A poll: it waits for input. Record the answer before sending it, and only once.
+store.update(&key, &TaskUpdate::new().status(TaskStatus::InputRequired))?;
+assert!(store.mark_input_answered(&key, "confirm-1")?);
+assert!(!store.mark_input_answered(&key, "confirm-1")?, "never answered twice");
+
+// It ended: keep the result, then deliver it exactly once.
+store.finish(&key, TaskStatus::Completed, Some(r#"{"content":[]}"#))?;
+let delivered = store.take_outcome(&key)?.expect("ended and not yet delivered");
+assert_eq!(delivered.outcome.as_deref(), Some(r#"{"content":[]}"#));
+assert!(store.take_outcome(&key)?.is_none());
+assert_eq!(store.get(&TaskKey::new("search", "task-7"))?.map(|r| r.delivered), Some(true));
+# drop(store);
+# std::fs::remove_dir_all(path.parent().unwrap())?;
+# Ok::<(), Box<dyn std::error::Error>>(())
+```"##
+)]
 //!
 //! Ground level: this module imports nothing from the session, the actors or the transports.
 
 pub mod record;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 
 pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteTaskStore, BUSY_TIMEOUT};
 pub use store::{
     MemoryTaskStore, TaskStore, TaskStoreError, DEFAULT_MAX_TASKS, DELIVERED_RETENTION,
 };

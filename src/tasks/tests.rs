@@ -79,6 +79,66 @@ macro_rules! store_suite {
 }
 
 store_suite!(memory, |max| MemoryTaskStore::new().max_tasks(max));
+#[cfg(feature = "sqlite")]
+store_suite!(sqlite, |max| SqliteTaskStore::in_memory()
+    .unwrap()
+    .max_tasks(max));
+// The same suite on a file: WAL and synchronous=FULL on a real disk.
+#[cfg(feature = "sqlite")]
+store_suite!(sqlite_file, |max| {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteTaskStore::open(dir.path().join("tasks.sqlite3"))
+        .unwrap()
+        .max_tasks(max);
+    on_disk::OnDisk { store, _dir: dir }
+});
+
+#[cfg(feature = "sqlite")]
+mod on_disk {
+    use super::*;
+
+    /// A store in a temporary directory that goes with it (fields drop in order).
+    pub(super) struct OnDisk {
+        pub(super) store: SqliteTaskStore,
+        pub(super) _dir: tempfile::TempDir,
+    }
+
+    impl TaskStore for OnDisk {
+        fn insert(&self, r: &TaskRecord) -> Result<bool, TaskStoreError> {
+            self.store.insert(r)
+        }
+        fn update(&self, k: &TaskKey, c: &TaskUpdate) -> Result<bool, TaskStoreError> {
+            self.store.update(k, c)
+        }
+        fn mark_input_answered(&self, k: &TaskKey, i: &str) -> Result<bool, TaskStoreError> {
+            self.store.mark_input_answered(k, i)
+        }
+        fn finish(
+            &self,
+            k: &TaskKey,
+            s: TaskStatus,
+            o: Option<&str>,
+        ) -> Result<bool, TaskStoreError> {
+            self.store.finish(k, s, o)
+        }
+        fn take_outcome(&self, k: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+            self.store.take_outcome(k)
+        }
+        fn get(&self, k: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+            self.store.get(k)
+        }
+        fn list(&self, s: Option<&str>) -> Result<Vec<TaskRecord>, TaskStoreError> {
+            self.store.list(s)
+        }
+        fn remove(&self, k: &TaskKey) -> Result<bool, TaskStoreError> {
+            self.store.remove(k)
+        }
+        fn purge(&self, now: SystemTime) -> Result<usize, TaskStoreError> {
+            self.store.purge(now)
+        }
+    }
+}
+
 fn insert_get_and_idempotent_reinsert_(store: &impl TaskStore) {
     let r = record("fs", "t-1", 0)
         .ttl(Duration::from_millis(60_000))
