@@ -57,6 +57,10 @@
 //! [`config`](ErrorKind::Config) error that names the feature
 //! ([`Transport::is_compiled_in`]).
 //!
+//! `sqlite` (default) compiles SQLite in (bundled: nothing to install) for the [`tasks`]
+//! store that outlives this process, `SqliteTaskStore`; without it,
+//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains.
+//!
 //! # Layout
 //!
 //! - [`error`]: the [`Error`] enum, its messages and its stable kind codes; `build`, the
@@ -91,17 +95,28 @@
 //!   list's cursors, [`text`](protocol::text) escaping and bounding server text; and for the
 //!   stateless 2026-07-28 revision [`era`](protocol::era) (which era, and what a probe's answer
 //!   means), [`discover`](protocol::discover), [`meta`](protocol::meta) (every request's
-//!   `_meta`), [`mrtr`](protocol::mrtr) (results that ask for input) and
-//!   [`headers`](protocol::headers) (its HTTP headers and `x-mcp-header`).
+//!   `_meta`), [`mrtr`](protocol::mrtr) (results that ask for input),
+//!   [`tasks`](protocol::tasks) (the Tasks extension on the wire: a task read out of a result,
+//!   its requests) and [`headers`](protocol::headers) (its HTTP headers and `x-mcp-header`).
 //! - [`policy`] (pure): [`backoff`](policy::backoff), [`retry`](policy::retry) (may an
 //!   in-flight call be re-sent?), and [`state`](policy::state), the connection state machine
 //!   that makes every connect/retry/give-up decision: its vocabulary (`ServerState`, `Event`,
-//!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition; `deadline`,
-//!   the one place instants are computed (saturating: `Duration::MAX` means "never").
+//!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition;
+//!   [`task_poll`](policy::task_poll) (when to ask a task next); `deadline`, the one place
+//!   instants are computed (saturating: `Duration::MAX` means "never").
 //! - [`skills`] (pure): the Skills extension (SEP-2640): a skill's entry and its checks, the
 //!   verification of what is read against it (size, SHA-256 digest, and the `SKILL.md`'s
 //!   frontmatter, parsed as YAML in [`frontmatter`](skills::frontmatter)); the messages that
 //!   list, get, load and read skills are in [`messages`](actor::messages).
+//! - [`tasks`] (ground: nothing from `session`, `actor` or `transport`): what names a task
+//!   (`handle`, [`TaskHandle`]) and the durable store of the MCP Tasks extension, so that a
+//!   task's polling resumes after a reconnect or a restart and its outcome is delivered once.
+//!   `record` ([`TaskRecord`](tasks::TaskRecord), its
+//!   status, key and updates, the bounds of what is kept, the arguments' digest), `store` (the
+//!   [`TaskStore`](tasks::TaskStore) trait with its rules and error, and
+//!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
+//!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), and `tests`,
+//!   the one suite every store passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
@@ -132,10 +147,13 @@
 //!   will not answer (re-send, `outcome_unknown`, `unavailable`, `stopped`); `timers` the one
 //!   timer table; `wire` a request shaped for its connection's era; `era` the discovery cache
 //!   and the era memory; `liveness` when a silent server counts as gone; `listen` the
-//!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `status` and `events`
-//!   what status queries and subscribers are told.
+//!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `tasks` the calls the
+//!   server runs as tasks (the task table: polls, input keys, who waits, outcomes nobody took)
+//!   and the session's polls and updates; `status` and `events` what status queries and
+//!   subscribers are told.
 //! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`; the skill
-//!   loading in its `skills`),
+//!   loading in its `skills`; the explicit task handles, `StartTask` and friends, in its
+//!   `tasks`),
 //!   [`server`](actor::server) (the [`ServerActor`], the session's driver: it feeds the session
 //!   what its mailbox and transport bring and carries out its commands; its message handlers in
 //!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era — over HTTP, in
@@ -231,10 +249,9 @@ pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
 pub use protocol::jsonrpc::RpcError;
-pub use protocol::tasks::TaskStatus;
 #[cfg(feature = "serde")]
 pub use serialize::ErrorView;
-pub use tasks::TaskHandle;
+pub use tasks::{TaskHandle, TaskStatus};
 
 /// The README's examples, compiled as doc tests so that they cannot drift from the API.
 #[cfg(doctest)]

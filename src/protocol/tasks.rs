@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::mrtr::{self, InputRequest};
 use crate::protocol::text::server_text;
+pub use crate::tasks::TaskStatus;
 
 /// The extension's identifier, declared in every modern request's client capabilities.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -30,61 +31,6 @@ pub const TASK_METHODS: &[&str] = &["tools/call"];
 /// The longest task id kept: ids are opaque, and a server that sends a megabyte of one is not
 /// given a megabyte of our memory per poll.
 pub const MAX_TASK_ID_BYTES: usize = 1024;
-
-/// What a task is doing, as its server says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TaskStatus {
-    /// Running.
-    Working,
-    /// Waiting for answers to its `inputRequests`.
-    InputRequired,
-    /// Done: its result is there (also a tool result with `isError: true`).
-    Completed,
-    /// Ended with a JSON-RPC error.
-    Failed,
-    /// Cancelled before it completed.
-    Cancelled,
-}
-
-impl TaskStatus {
-    /// The status as the wire spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Working => "working",
-            TaskStatus::InputRequired => "input_required",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// The status the wire spells `text`, if it is one.
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "working" => TaskStatus::Working,
-            "input_required" => TaskStatus::InputRequired,
-            "completed" => TaskStatus::Completed,
-            "failed" => TaskStatus::Failed,
-            "cancelled" => TaskStatus::Cancelled,
-            _ => return None,
-        })
-    }
-
-    /// Whether the task has ended (completed, failed or cancelled): it never changes again.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-        )
-    }
-}
-
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What a task's status brings with it.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,6 +12,8 @@
 //!   what it needs through its `ServerConfig`.
 //! - A figure of the whole process (RSS) is measured in a process of its own
 //!   (`common::alone`), where no other test runs.
+//! - A process that a test kills (`task_store`: SIGKILL in the middle of writing the task
+//!   store) is this binary started again with only that test, never the test's own process.
 //!
 //! Outside this binary, in targets of their own: `tests/interop/` (third-party servers that
 //! `.ci/interop` installs), `tests/soak/` (the randomized fault soak), `tests/browser.rs` (the
@@ -38,6 +40,8 @@ mod skills;
 mod sse;
 mod startup_warnings;
 mod stdio_faults;
+#[cfg(feature = "sqlite")]
+mod task_store;
 mod tasks;
 mod tool_results;
 mod tracing_spans;

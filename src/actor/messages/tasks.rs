@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 
 use super::CallOptions;
 use crate::error::Error;
-use crate::protocol::tasks::TaskStatus;
 use crate::session::request::CallRequest;
 use crate::tasks::TaskHandle;
+use crate::tasks::TaskStatus;
 
 /// Calls tool `name` and answers as soon as the server says how it runs it: with the task's
 /// handle ([`TaskStart::Running`]) when it runs it as a task, to be awaited with [`AwaitTask`];

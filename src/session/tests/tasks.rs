@@ -4,9 +4,10 @@
 //! is an unknown outcome.
 
 use super::*;
-use crate::protocol::tasks::{TaskStatus, EXTENSION};
+use crate::protocol::tasks::EXTENSION;
 use crate::session::testing::Options;
 use crate::tasks::TaskHandle;
+use crate::tasks::TaskStatus;
 
 const HOUR: Duration = Duration::from_secs(3600);
 const MS: Duration = Duration::from_millis(1);

@@ -1,0 +1,499 @@
+//! One suite of store tests, run against every [`TaskStore`]: the stores must not differ in
+//! anything a driver could notice.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+use super::record::{MAX_ANSWERED_INPUTS, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_OUTCOME_BYTES};
+use super::*;
+
+fn at(secs: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::new(1_700_000_000 + secs, 123_456_789)
+}
+
+fn record(server: &str, id: &str, created: u64) -> TaskRecord {
+    TaskRecord::new(
+        server,
+        format!("https://{server}.example/mcp"),
+        id,
+        "search",
+        arguments_digest(&json!({"q": id})),
+        at(created),
+    )
+}
+
+fn key(server: &str, id: &str) -> TaskKey {
+    TaskKey::new(server, id)
+}
+
+/// Declares the suite's tests for one store; `$make` builds a store that keeps at most the
+/// given number of tasks.
+macro_rules! store_suite {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            use super::*;
+
+            fn store() -> impl TaskStore {
+                ($make)(DEFAULT_MAX_TASKS)
+            }
+
+            #[test]
+            fn insert_get_and_idempotent_reinsert() {
+                insert_get_and_idempotent_reinsert_(&store());
+            }
+            #[test]
+            fn update_changes_a_running_task_only() {
+                update_changes_a_running_task_only_(&store());
+            }
+            #[test]
+            fn an_input_is_answered_once() {
+                an_input_is_answered_once_(&store());
+            }
+            #[test]
+            fn the_first_end_wins() {
+                the_first_end_wins_(&store());
+            }
+            #[test]
+            fn an_outcome_is_taken_once() {
+                an_outcome_is_taken_once_(&store());
+            }
+            #[test]
+            fn list_remove_and_purge() {
+                list_remove_and_purge_(&store());
+            }
+            #[test]
+            fn fields_are_bounded() {
+                fields_are_bounded_(&store());
+            }
+            #[test]
+            fn a_full_store_forgets_a_delivered_task_only() {
+                a_full_store_forgets_a_delivered_task_only_(&($make)(3));
+            }
+            #[test]
+            fn missing_tasks() {
+                missing_tasks_(&store());
+            }
+        }
+    };
+}
+
+store_suite!(memory, |max| MemoryTaskStore::new().max_tasks(max));
+#[cfg(feature = "sqlite")]
+store_suite!(sqlite, |max| SqliteTaskStore::in_memory()
+    .unwrap()
+    .max_tasks(max));
+// The same suite on a file: WAL and synchronous=FULL on a real disk.
+#[cfg(feature = "sqlite")]
+store_suite!(sqlite_file, |max| {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteTaskStore::open(dir.path().join("tasks.sqlite3"))
+        .unwrap()
+        .max_tasks(max);
+    on_disk::OnDisk { store, _dir: dir }
+});
+
+#[cfg(feature = "sqlite")]
+mod on_disk {
+    use super::*;
+
+    /// A store in a temporary directory that goes with it (fields drop in order).
+    pub(super) struct OnDisk {
+        pub(super) store: SqliteTaskStore,
+        pub(super) _dir: tempfile::TempDir,
+    }
+
+    impl TaskStore for OnDisk {
+        fn insert(&self, r: &TaskRecord) -> Result<bool, TaskStoreError> {
+            self.store.insert(r)
+        }
+        fn update(&self, k: &TaskKey, c: &TaskUpdate) -> Result<bool, TaskStoreError> {
+            self.store.update(k, c)
+        }
+        fn mark_input_answered(&self, k: &TaskKey, i: &str) -> Result<bool, TaskStoreError> {
+            self.store.mark_input_answered(k, i)
+        }
+        fn finish(
+            &self,
+            k: &TaskKey,
+            s: TaskStatus,
+            o: Option<&str>,
+        ) -> Result<bool, TaskStoreError> {
+            self.store.finish(k, s, o)
+        }
+        fn take_outcome(&self, k: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+            self.store.take_outcome(k)
+        }
+        fn get(&self, k: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+            self.store.get(k)
+        }
+        fn list(&self, s: Option<&str>) -> Result<Vec<TaskRecord>, TaskStoreError> {
+            self.store.list(s)
+        }
+        fn remove(&self, k: &TaskKey) -> Result<bool, TaskStoreError> {
+            self.store.remove(k)
+        }
+        fn purge(&self, now: SystemTime) -> Result<usize, TaskStoreError> {
+            self.store.purge(now)
+        }
+    }
+}
+
+fn insert_get_and_idempotent_reinsert_(store: &impl TaskStore) {
+    let r = record("fs", "t-1", 0)
+        .ttl(Duration::from_millis(60_000))
+        .poll_interval(Duration::from_millis(1500))
+        .status_message("queued");
+    assert!(store.insert(&r).unwrap());
+    assert_eq!(store.get(&r.key()).unwrap(), Some(r.clone()));
+    assert!(!store.insert(&r).unwrap(), "an identical re-insert is fine");
+    let other = r.clone().status_message("something else");
+    let e = store.insert(&other).unwrap_err();
+    assert!(
+        matches!(&e, TaskStoreError::Exists { key } if *key == r.key()),
+        "{e}"
+    );
+    assert!(e.to_string().contains("\"t-1\""), "{e}");
+    assert_eq!(
+        store.get(&r.key()).unwrap(),
+        Some(r.clone()),
+        "left as it was"
+    );
+    // Another server's task of the same id is another task.
+    let r2 = record("web", "t-1", 1);
+    assert!(store.insert(&r2).unwrap());
+    assert_eq!(store.get(&r2.key()).unwrap(), Some(r2));
+}
+
+fn update_changes_a_running_task_only_(store: &impl TaskStore) {
+    let r = record("fs", "t-1", 0).status_message("starting");
+    store.insert(&r).unwrap();
+    let k = r.key();
+    let change = TaskUpdate::new()
+        .status(TaskStatus::InputRequired)
+        .status_message("needs a confirmation")
+        .poll_interval(Duration::from_millis(250))
+        .ttl(Duration::from_secs(600));
+    assert!(store.update(&k, &change).unwrap());
+    let got = store.get(&k).unwrap().unwrap();
+    assert_eq!(got.status, TaskStatus::InputRequired);
+    assert_eq!(got.status_message.as_deref(), Some("needs a confirmation"));
+    assert_eq!(got.poll_interval, Some(Duration::from_millis(250)));
+    assert_eq!(got.ttl, Some(Duration::from_secs(600)));
+    assert!(got.updated_at > r.updated_at, "stamped");
+    // Fields left out stay; a cleared message is cleared.
+    let change = TaskUpdate::new()
+        .status(TaskStatus::Working)
+        .no_status_message();
+    assert!(store.update(&k, &change).unwrap());
+    let got = store.get(&k).unwrap().unwrap();
+    assert_eq!(got.status, TaskStatus::Working);
+    assert_eq!(got.status_message, None);
+    assert_eq!(got.poll_interval, Some(Duration::from_millis(250)));
+    // A terminal status is not an update.
+    let e = store
+        .update(&k, &TaskUpdate::new().status(TaskStatus::Completed))
+        .unwrap_err();
+    assert!(matches!(e, TaskStoreError::Invalid { .. }), "{e}");
+    // Once ended, nothing moves it.
+    assert!(store.finish(&k, TaskStatus::Failed, None).unwrap());
+    let ended = store.get(&k).unwrap().unwrap();
+    let back = TaskUpdate::new()
+        .status(TaskStatus::Working)
+        .status_message("again");
+    assert!(!store.update(&k, &back).unwrap());
+    assert_eq!(store.get(&k).unwrap().unwrap(), ended);
+}
+
+fn an_input_is_answered_once_(store: &impl TaskStore) {
+    let r = record("fs", "t-1", 0).status(TaskStatus::InputRequired);
+    store.insert(&r).unwrap();
+    let k = r.key();
+    assert!(store.mark_input_answered(&k, "elicit-1").unwrap());
+    assert!(!store.mark_input_answered(&k, "elicit-1").unwrap(), "twice");
+    assert!(store.mark_input_answered(&k, "elicit-2").unwrap());
+    let got = store.get(&k).unwrap().unwrap();
+    assert_eq!(
+        got.answered_inputs
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["elicit-1", "elicit-2"]
+    );
+    store.finish(&k, TaskStatus::Cancelled, None).unwrap();
+    assert!(
+        !store.mark_input_answered(&k, "elicit-3").unwrap(),
+        "an ended task is answered nothing"
+    );
+    // Bounded: the answer after the last is refused, none forgotten.
+    let r = record("fs", "t-2", 0);
+    store.insert(&r).unwrap();
+    for i in 0..MAX_ANSWERED_INPUTS {
+        assert!(store
+            .mark_input_answered(&r.key(), &format!("k{i}"))
+            .unwrap());
+    }
+    let e = store.mark_input_answered(&r.key(), "one-more").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::TooLarge {
+                limit: MAX_ANSWERED_INPUTS,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(!store.mark_input_answered(&r.key(), "k0").unwrap());
+    let long = "k".repeat(MAX_NAME_BYTES + 1);
+    let e = store.mark_input_answered(&r.key(), &long).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::TooLarge {
+                what: "input request key",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+fn the_first_end_wins_(store: &impl TaskStore) {
+    let r = record("fs", "t-1", 0);
+    store.insert(&r).unwrap();
+    let k = r.key();
+    let e = store.finish(&k, TaskStatus::Working, None).unwrap_err();
+    assert!(matches!(e, TaskStoreError::Invalid { .. }), "{e}");
+    assert!(store
+        .finish(&k, TaskStatus::Completed, Some(r#"{"content":[]}"#))
+        .unwrap());
+    assert!(!store
+        .finish(&k, TaskStatus::Failed, Some(r#"{"code":-1}"#))
+        .unwrap());
+    let got = store.get(&k).unwrap().unwrap();
+    assert_eq!(got.status, TaskStatus::Completed);
+    assert_eq!(got.outcome.as_deref(), Some(r#"{"content":[]}"#));
+    assert!(!got.delivered);
+}
+
+fn an_outcome_is_taken_once_(store: &impl TaskStore) {
+    let r = record("fs", "t-1", 0);
+    store.insert(&r).unwrap();
+    let k = r.key();
+    assert_eq!(store.take_outcome(&k).unwrap(), None, "not ended yet");
+    store
+        .finish(
+            &k,
+            TaskStatus::Failed,
+            Some(r#"{"code":-32000,"message":"x"}"#),
+        )
+        .unwrap();
+    let taken = store.take_outcome(&k).unwrap().unwrap();
+    assert_eq!(taken.status, TaskStatus::Failed);
+    assert_eq!(
+        taken.outcome.as_deref(),
+        Some(r#"{"code":-32000,"message":"x"}"#)
+    );
+    assert!(taken.delivered);
+    assert_eq!(store.take_outcome(&k).unwrap(), None, "taken once");
+    let kept = store.get(&k).unwrap().unwrap();
+    assert!(kept.delivered);
+    assert_eq!(kept.outcome, None, "a delivered outcome is not kept");
+    assert_eq!(store.take_outcome(&key("fs", "nope")).unwrap(), None);
+    // A task cancelled without a payload is delivered too (its end is the news).
+    let r = record("fs", "t-2", 0);
+    store.insert(&r).unwrap();
+    store.finish(&r.key(), TaskStatus::Cancelled, None).unwrap();
+    let taken = store.take_outcome(&r.key()).unwrap().unwrap();
+    assert_eq!((taken.status, taken.outcome), (TaskStatus::Cancelled, None));
+    assert_eq!(store.take_outcome(&r.key()).unwrap(), None);
+}
+
+fn list_remove_and_purge_(store: &impl TaskStore) {
+    let ttl = Duration::from_secs(100);
+    store.insert(&record("b", "late", 30)).unwrap();
+    store.insert(&record("a", "early", 10).ttl(ttl)).unwrap();
+    store.insert(&record("b", "middle", 20)).unwrap();
+    store.insert(&record("a", "same-time", 20)).unwrap();
+    let ids = |records: Vec<TaskRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.task_id).collect()
+    };
+    assert_eq!(
+        ids(store.list(None).unwrap()),
+        ["early", "same-time", "middle", "late"],
+        "oldest first, then by server and id"
+    );
+    assert_eq!(ids(store.list(Some("b")).unwrap()), ["middle", "late"]);
+    assert!(store.list(Some("c")).unwrap().is_empty());
+
+    assert!(store.remove(&key("b", "middle")).unwrap());
+    assert!(!store.remove(&key("b", "middle")).unwrap());
+
+    // Not yet: the ttl runs to at(10) + 100 s.
+    assert_eq!(store.purge(at(109)).unwrap(), 0);
+    assert_eq!(
+        store.purge(at(110)).unwrap(),
+        1,
+        "expired, whatever its state"
+    );
+    assert_eq!(ids(store.list(None).unwrap()), ["same-time", "late"]);
+
+    // A delivered task is kept for the retention after its delivery, then forgotten; an
+    // ended one not delivered is owed and kept.
+    let k = key("a", "same-time");
+    store.finish(&k, TaskStatus::Completed, Some("{}")).unwrap();
+    store
+        .finish(&key("b", "late"), TaskStatus::Completed, Some("{}"))
+        .unwrap();
+    let delivered_at = store.take_outcome(&k).unwrap().unwrap().updated_at;
+    assert_eq!(store.purge(delivered_at).unwrap(), 0);
+    let later = delivered_at + DELIVERED_RETENTION;
+    assert_eq!(store.purge(later - Duration::from_nanos(1)).unwrap(), 0);
+    assert_eq!(store.purge(later).unwrap(), 1);
+    assert_eq!(ids(store.list(None).unwrap()), ["late"]);
+    // A long ttl keeps a task that long.
+    let years = Duration::from_secs(200 * 366 * 86_400);
+    store.insert(&record("a", "long", 0).ttl(years)).unwrap();
+    assert_eq!(store.purge(later).unwrap(), 0);
+}
+
+fn fields_are_bounded_(store: &impl TaskStore) {
+    let long = |n: usize| "x".repeat(n);
+    let too_large = |r: TaskRecord, what: &str| {
+        let e = store.insert(&r).unwrap_err();
+        assert!(
+            matches!(&e, TaskStoreError::TooLarge { what: w, .. } if *w == what),
+            "{what}: {e}"
+        );
+    };
+    too_large(record("fs", &long(MAX_NAME_BYTES + 1), 0), "task id");
+    too_large(record(&long(MAX_NAME_BYTES + 1), "t", 0), "server name");
+    too_large(
+        record("fs", "t", 0).status_message(long(MAX_MESSAGE_BYTES + 1)),
+        "status message",
+    );
+    // The limits themselves are fine.
+    let r = record("fs", &long(MAX_NAME_BYTES), 0).status_message(long(MAX_MESSAGE_BYTES));
+    assert!(store.insert(&r).unwrap());
+    assert_eq!(store.get(&r.key()).unwrap(), Some(r));
+
+    let r = record("fs", "t-1", 0);
+    store.insert(&r).unwrap();
+    let e = store
+        .update(
+            &r.key(),
+            &TaskUpdate::new().status_message(long(MAX_MESSAGE_BYTES + 1)),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::TooLarge {
+                what: "status message",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = store
+        .finish(
+            &r.key(),
+            TaskStatus::Completed,
+            Some(&long(MAX_OUTCOME_BYTES + 1)),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::TooLarge {
+                what: "outcome",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        store.get(&r.key()).unwrap(),
+        Some(r.clone()),
+        "nothing changed"
+    );
+    // The largest outcome is kept whole.
+    let big = long(MAX_OUTCOME_BYTES);
+    assert!(store
+        .finish(&r.key(), TaskStatus::Completed, Some(&big))
+        .unwrap());
+    assert_eq!(
+        store.take_outcome(&r.key()).unwrap().unwrap().outcome,
+        Some(big)
+    );
+
+    // Times a store cannot keep exactly are refused, not rounded.
+    let far = UNIX_EPOCH + Duration::from_secs(300 * 366 * 86_400);
+    let e = store
+        .insert(&record("fs", "far", 0).updated_at(far))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::Invalid {
+                what: "updated_at",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // An outcome before the end is a contradiction.
+    let e = store
+        .insert(&record("fs", "early", 0).outcome("{}"))
+        .unwrap_err();
+    assert!(matches!(e, TaskStoreError::Invalid { .. }), "{e}");
+}
+
+fn a_full_store_forgets_a_delivered_task_only_(store: &impl TaskStore) {
+    for i in 0..3 {
+        store.insert(&record("fs", &format!("t-{i}"), i)).unwrap();
+    }
+    let e = store.insert(&record("fs", "t-3", 3)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TaskStoreError::TooLarge {
+                what: "tasks",
+                limit: 3
+            }
+        ),
+        "{e}"
+    );
+    // An identical re-insert is no new task.
+    assert!(!store.insert(&record("fs", "t-0", 0)).unwrap());
+    store
+        .finish(&key("fs", "t-1"), TaskStatus::Completed, None)
+        .unwrap();
+    assert!(
+        store.insert(&record("fs", "t-3", 3)).is_err(),
+        "ended, but still owed"
+    );
+    store.take_outcome(&key("fs", "t-1")).unwrap().unwrap();
+    assert!(store.insert(&record("fs", "t-3", 3)).unwrap());
+    let ids: Vec<_> = store
+        .list(None)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.task_id)
+        .collect();
+    assert_eq!(ids, ["t-0", "t-2", "t-3"]);
+}
+
+fn missing_tasks_(store: &impl TaskStore) {
+    let k = key("fs", "nope");
+    assert_eq!(store.get(&k).unwrap(), None);
+    let not_found = |e: TaskStoreError| matches!(e, TaskStoreError::NotFound { key } if key == k);
+    assert!(not_found(store.update(&k, &TaskUpdate::new()).unwrap_err()));
+    assert!(not_found(store.mark_input_answered(&k, "i").unwrap_err()));
+    assert!(not_found(
+        store.finish(&k, TaskStatus::Completed, None).unwrap_err()
+    ));
+    assert!(!store.remove(&k).unwrap());
+    assert_eq!(store.purge(at(0)).unwrap(), 0);
+}
