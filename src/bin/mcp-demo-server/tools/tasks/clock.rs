@@ -81,6 +81,10 @@ impl Server {
         let mut next: Option<u64> = None;
         let mut soonest = |at: u64| next = Some(next.map_or(at, |n| n.min(at)));
         state.tasks.visit(|entry, waiting| {
+            // An ended task that was told and that nobody waits for has nothing left to do.
+            if entry.announced.is_some_and(Status::is_terminal) && entry.waiters.is_empty() {
+                return;
+            }
             let record = &entry.record;
             let snapshot = record.at(now);
             let status = snapshot.status(record.era);
