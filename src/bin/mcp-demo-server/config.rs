@@ -40,6 +40,10 @@ pub(crate) struct Config {
     pub(crate) page_size: usize,
     pub(crate) counter_file: Option<PathBuf>,
     pub(crate) event_log: Option<PathBuf>,
+    /// `DEMO_TASKS_DIR`: where `long_job`'s tasks are kept, one file each (else in memory).
+    pub(crate) tasks_dir: Option<PathBuf>,
+    /// `DEMO_LIST_TASKS`: list `long_job` (it is callable either way).
+    pub(crate) list_tasks: bool,
     /// The eras served, and the settings of the 2026-07-28 side (`DEMO_ERA`, ...).
     pub(crate) era: EraConfig,
     /// The misbehaviours that act while serving (read last, as they always were, so warnings
@@ -58,6 +62,8 @@ impl Config {
             page_size,
             counter_file: env_path("DEMO_COUNTER_FILE"),
             event_log: env_path("DEMO_EVENT_LOG"),
+            tasks_dir: env_path("DEMO_TASKS_DIR"),
+            list_tasks: env_flag("DEMO_LIST_TASKS"),
             era: EraConfig::from_env(),
             faults: Faults::from_env(),
         }

@@ -34,6 +34,9 @@ fn capabilities() -> Value {
         "resources": { "subscribe": true, "listChanged": false },
         "prompts": { "listChanged": false },
         "logging": {},
-        "extensions": { super::skills::EXTENSION: {} },
+        "extensions": {
+            super::skills::EXTENSION: {},
+            super::tools::TASKS_EXTENSION: {},
+        },
     })
 }

@@ -8,7 +8,11 @@
 //! and it ends with its JSON-RPC result: when the client cancels it
 //! (`notifications/cancelled {requestId}`) or `DEMO_LISTEN_END_AFTER_MS` after it opened.
 //! Several may be open at once. The changes come from the same places as in the 2025 era (the
-//! `notify` tool), which call [`Server::deliver`] instead of sending to the session.
+//! `notify` tool), which call [`Server::deliver`] instead of sending to the session. With the
+//! Tasks extension a listen may also name tasks (`notifications.taskIds`, only from a client that
+//! declares the extension, else `-32021`): it is acknowledged with the ones we know, and hears
+//! `notifications/tasks` (the full `DetailedTask`) on each change of their status, from the
+//! task clock (`tools/tasks`).
 //!
 //! The acknowledgement and every delivery are written with the state lock held, so no
 //! notification of a listen can overtake its acknowledgement, nor follow its result.
@@ -21,12 +25,16 @@ use serde_json::{json, Map, Value};
 use super::era::{Era, SUBSCRIPTION_ID_KEY};
 use super::jsonrpc::{Args, RpcError};
 use super::server::Server;
+use super::tools::{declares_tasks, missing_tasks_capability};
 use super::{lock, stderr_line};
 
 /// Listens open at once; a client opening more is refused rather than remembered forever.
 const MAX_LISTENS: usize = 64;
-/// Resource URIs one listen may name.
+/// Resource URIs one listen may name, and task ids.
 const MAX_URIS: usize = 256;
+const MAX_TASK_IDS: usize = 256;
+/// Longer than any task id of ours: names no task, and is not kept.
+const MAX_TASK_ID_LEN: usize = 64;
 
 struct Listen {
     id: Value,
@@ -36,6 +44,8 @@ struct Listen {
     serial: u64,
     tools: bool,
     uris: Vec<String>,
+    /// The tasks it hears about: those it named that we knew when it opened.
+    task_ids: Vec<String>,
 }
 
 /// The open listens, in the order they were opened.
@@ -49,18 +59,25 @@ pub(crate) struct Listens {
 pub(crate) enum Change<'a> {
     ToolsListChanged,
     ResourceUpdated(&'a str),
+    /// A task's status changed; `detailed` is its `DetailedTask`.
+    Task {
+        task_id: &'a str,
+        detailed: &'a Value,
+    },
 }
 
 /// What a listen asked for, as far as we honour it.
 struct Filter {
     tools: bool,
     uris: Option<Vec<String>>,
+    /// The task ids asked for; narrowed to the known ones when the listen opens.
+    task_ids: Option<Vec<String>>,
 }
 
 impl Filter {
-    /// The honoured subset, as the acknowledgement states it: tool-list changes and resource
-    /// updates (the capabilities `server/discover` declares); prompt- and resource-list changes
-    /// never happen here, so they are not honoured.
+    /// The honoured subset, as the acknowledgement states it: tool-list changes, resource
+    /// updates and the known tasks (what `server/discover` declares); prompt- and resource-list
+    /// changes never happen here, so they are not honoured.
     fn honoured(&self) -> Value {
         let mut honoured = Map::new();
         if self.tools {
@@ -68,6 +85,9 @@ impl Filter {
         }
         if let Some(uris) = &self.uris {
             honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        if let Some(task_ids) = &self.task_ids {
+            honoured.insert("taskIds".into(), json!(task_ids));
         }
         Value::Object(honoured)
     }
@@ -109,20 +129,50 @@ fn parse_filter(params: &Args) -> Result<Filter, RpcError> {
             )))
         }
     };
-    Ok(Filter { tools, uris })
+    let task_ids = match filter.get("taskIds") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(given)) if given.len() <= MAX_TASK_IDS => {
+            let mut ids: Vec<String> = Vec::new();
+            for id in given {
+                let id = id.as_str().ok_or_else(|| {
+                    RpcError::invalid_params("`notifications.taskIds` holds task ids (strings)")
+                })?;
+                if id.len() <= MAX_TASK_ID_LEN && !ids.iter().any(|i| i == id) {
+                    ids.push(id.to_owned());
+                }
+            }
+            Some(ids)
+        }
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "`notifications.taskIds` must be an array of at most {MAX_TASK_IDS} task ids"
+            )))
+        }
+    };
+    Ok(Filter {
+        tools,
+        uris,
+        task_ids,
+    })
 }
 
 impl Server {
     /// Opens a listen: acknowledged now, answered when it ends.
     pub(crate) fn listen(&self, id: &Value, params: &Args) {
-        let filter = match parse_filter(params) {
+        let mut filter = match parse_filter(params) {
             Ok(filter) => filter,
             Err(error) => return self.respond(id, Err(error)),
         };
-        let honoured = filter.honoured();
+        if filter.task_ids.is_some() && !declares_tasks(params) {
+            return self.respond(id, Err(missing_tasks_capability()));
+        }
         let key = id.to_string();
         let opened = {
             let mut state = lock(&self.state);
+            if let Some(task_ids) = &mut filter.task_ids {
+                task_ids.retain(|task_id| state.tasks.knows_modern(task_id));
+            }
+            let honoured = filter.honoured();
             let listens = &mut state.listens;
             if listens.open.iter().any(|l| l.key == key) {
                 None
@@ -137,6 +187,7 @@ impl Server {
                     serial,
                     tools: filter.tools,
                     uris: filter.uris.unwrap_or_default(),
+                    task_ids: filter.task_ids.unwrap_or_default(),
                 });
                 // Logged first, so a test that saw the acknowledgement finds the line.
                 self.log_event(&format!("listen {id} {honoured}"));
@@ -165,13 +216,23 @@ impl Server {
     /// Sends `change` to every open listen that asked for it.
     pub(crate) fn deliver(&self, change: Change<'_>) {
         let state = lock(&self.state);
-        for listen in &state.listens.open {
-            let (method, mut params) = match change {
+        self.deliver_to(&state.listens, &change);
+    }
+
+    /// `deliver`, for a caller that holds the state lock already (the task clock).
+    pub(crate) fn deliver_to(&self, listens: &Listens, change: &Change<'_>) {
+        for listen in &listens.open {
+            let (method, mut params) = match *change {
                 Change::ToolsListChanged if listen.tools => {
                     ("notifications/tools/list_changed", json!({}))
                 }
                 Change::ResourceUpdated(uri) if listen.uris.iter().any(|u| u == uri) => {
                     ("notifications/resources/updated", json!({ "uri": uri }))
+                }
+                Change::Task { task_id, detailed }
+                    if listen.task_ids.iter().any(|t| t == task_id) =>
+                {
+                    ("notifications/tasks", detailed.clone())
                 }
                 _ => continue,
             };

@@ -43,6 +43,20 @@
 //!   {type: boolean}}}}` as a request (`srv-<n>`) `rounds` times in turn, then answers
 //!   `confirmed: <ok>` (the last answer's `content.ok` as JSON, `null` if absent); a client error
 //!   answers like `ask_client`; cancellable. 2026-07-28 era: multi-round-trip, see below.
+//! - `long_job {ms: integer 0..=86400000 = 2000, poll_ms: integer 1..=3600000 = 200, ask: bool =
+//!   false, fail: bool = false, error_result: bool = false, text: string (<= 4096 bytes) =
+//!   "done", ttl_ms: integer 1..=604800000 = 600000}`: callable always, listed only with
+//!   `DEMO_LIST_TASKS` (last but `extra`; in a 2025-11-25 session with `execution: {taskSupport:
+//!   "optional"}`). A job of `ms` ms from its creation that ends with `text`, with that text and
+//!   `isError: true` (`error_result`), or with the JSON-RPC error `{code: -32603, message: "the
+//!   job failed"}` (`fail`). With `ask` it asks half-way (`ms/2`) with ONE input request keyed
+//!   `confirm`: `elicitation/create {message: "Continue the job?", requestedSchema: {type: object,
+//!   properties: {ok: {type: boolean}}}}`, and waits for the answer: `action: "accept"` with
+//!   `content.ok == true` resumes it for the remaining half, anything else ends it with the text
+//!   `declined`. Answered with a task (see "Tasks" below) when the client asks for one (2025-11-25)
+//!   or declares the Tasks extension (2026-07-28, where a client that does not is refused
+//!   `-32021`); otherwise (a 2025 session without `params.task`) run as an ordinary long call
+//!   on a worker thread, cancellable, its input request a real `elicitation/create` request.
 //!
 //! Also: `ping`, `tools/list` (paginated), `resources/list|read|subscribe|unsubscribe` (one
 //! resource, `demo://clock`), `resources/templates/list` (one template, `demo://greeting/{name}`,
@@ -81,13 +95,15 @@
 //! Modern methods:
 //! - `server/discover` → `{resultType: "complete", supportedVersions, capabilities: {tools:
 //!   {listChanged: true}, resources: {subscribe: true, listChanged: false}, prompts:
-//!   {listChanged: false}, logging: {}, extensions: {"io.modelcontextprotocol/skills": {}}},
+//!   {listChanged: false}, logging: {}, extensions: {"io.modelcontextprotocol/skills": {},
+//!   "io.modelcontextprotocol/tasks": {}}},
 //!   instructions, ttlMs, cacheScope: "private", _meta:
 //!   {"io.modelcontextprotocol/serverInfo": {name: "mcp-demo-server", version}}}`.
 //! - `subscriptions/listen {notifications: {toolsListChanged?, promptsListChanged?,
-//!   resourcesListChanged?, resourceSubscriptions?: [uri]}}`: first
+//!   resourcesListChanged?, resourceSubscriptions?: [uri], taskIds?: [id]}}`: first
 //!   `notifications/subscriptions/acknowledged {notifications: <honoured: toolsListChanged and
-//!   resourceSubscriptions as asked, never the other two>, _meta: {subscriptionId: <listen id>}}`,
+//!   resourceSubscriptions as asked, taskIds the known ones (see "Tasks"), never the other
+//!   two>, _meta: {subscriptionId: <listen id>}}`,
 //!   then `notifications/tools/list_changed` (on `notify tools_changed`) and
 //!   `notifications/resources/updated {uri}` (on `notify resource_updated`, for `demo://clock`),
 //!   each with `params._meta["io.modelcontextprotocol/subscriptionId"]`, to every open listen that
@@ -103,6 +119,54 @@
 //!   <inputResponses.confirm.content.ok>`. `ask_client` works the same way in one round
 //!   (`inputRequests: {ask: {method, params?}}`, answered with `inputResponses.ask` as compact
 //!   JSON text). Any other tool called with `requestState` or `inputResponses` is -32602.
+//!
+//! # Tasks
+//! A task's state is a pure function of the clock, its arguments and the answer and
+//! cancellation it got; one clock thread acts on the instants it changes. Task ids are 128
+//! random bits in hex; `createdAt` and `lastUpdatedAt` are ISO 8601 UTC with ms. A task is found
+//! only by requests of the era it was created in. An unknown task id is `-32602` "Failed to
+//! retrieve task: Task not found", one past its ttl `-32602` "Failed to retrieve task: Task has
+//! expired". At most 10,000 tasks are kept: past that the oldest expired, then the oldest ended
+//! one is forgotten, and a new task is refused (-32603) when all are running. A change (a
+//! creation, an answer, a cancellation) is answered before any notification about it goes out.
+//!
+//! 2026-07-28, the Tasks extension (`io.modelcontextprotocol/tasks`), declared in
+//! `server/discover`'s `capabilities.extensions`; the client declares it per request in
+//! `_meta["io.modelcontextprotocol/clientCapabilities"].extensions`, else `tools/call long_job`,
+//! `tasks/*` and a listen naming `taskIds` get `-32021 {data: {requiredCapabilities:
+//! {extensions: {"io.modelcontextprotocol/tasks": {}}}}}`:
+//! - `tools/call long_job` → `CreateTaskResult {resultType: "task", taskId, status: "working",
+//!   createdAt, lastUpdatedAt, ttlMs, pollIntervalMs: <poll_ms>}`.
+//! - `tasks/get {taskId}` → the `DetailedTask` (`resultType: "complete"`, the fields above with
+//!   the current `status` and `statusMessage` for input_required, failed and cancelled;
+//!   `inputRequests {confirm: {method, params}}` while input_required, `result` once completed
+//!   — an `isError` result included —, `error` once failed).
+//! - `tasks/update {taskId, inputResponses}` → `{resultType: "complete"}`; `confirm` is taken
+//!   while outstanding, other keys ignored. `tasks/cancel {taskId}` → `{resultType:
+//!   "complete"}`; the task is cancelled unless it has ended.
+//! - `subscriptions/listen {notifications: {taskIds: [..]}}` (at most 256): acknowledged with the
+//!   known ones in `notifications.taskIds`, then `notifications/tasks` (the `DetailedTask`, with
+//!   `_meta["io.modelcontextprotocol/subscriptionId"]`) on each status change of those tasks.
+//!
+//! 2025-11-25 (only when `initialize` answered that version; older sessions ignore
+//! `params.task` and have no `tasks/*`, -32601): `capabilities.tasks {list, cancel, requests:
+//! {tools: {call}}}`.
+//! - `tools/call long_job` with `params.task {ttl?}` (ttl clamped to 1..=604800000 ms, else
+//!   `ttl_ms`) → `CreateTaskResult {task: {taskId, status: "working", createdAt, lastUpdatedAt,
+//!   ttl, pollInterval}}`; `params.task` on any other tool is -32601.
+//! - `tasks/get {taskId}` → the `Task` (same fields, current `status`, `statusMessage`; an
+//!   `isError` result is `failed` in this revision). `tasks/list {cursor?}` → `{tasks,
+//!   nextCursor?}`, 100 a page, oldest first. `tasks/cancel {taskId}` → the `Task`, cancelled;
+//!   -32602 "Cannot cancel task: already in terminal status '<status>'" once it has ended.
+//! - `tasks/result {taskId}` → once the task has ended (answered later, never blocking other
+//!   requests; a `notifications/cancelled` for it drops it), what the `tools/call` would have
+//!   answered, the result with `_meta["io.modelcontextprotocol/related-task"] {taskId}`; a
+//!   cancelled task's is -32603 "Failed to retrieve task result: Task was cancelled". At most
+//!   1024 wait at once.
+//! - After `notifications/initialized`: `notifications/tasks/status` (the `Task`) on each status
+//!   change, and, when a job asks, its `elicitation/create` as a request `srv-<n>` to the client
+//!   with `params._meta["io.modelcontextprotocol/related-task"] {taskId}` (sent once per
+//!   process: a restarted server asks again); the client's response is the answer.
 //!
 //! # Environment switches
 //! - `DEMO_PROTOCOL_VERSION=S`: answer `initialize` with protocol version S, whatever was asked.
@@ -141,8 +205,15 @@
 //! - `DEMO_LIST_CONFIRM=1`: list the `confirm` tool (last but `extra`) in `tools/list`.
 //! - `DEMO_REJECT_FIRST_MODERN=N`: answer the first N modern requests -32022, whatever version
 //!   they ask for (a client must retry with one from `data.supported`).
+//! - `DEMO_LIST_TASKS=1`: list the `long_job` tool in `tools/list`.
+//! - `DEMO_TASKS_DIR=dir`: keep each task in `dir/<taskId>.json` (created, and written atomically
+//!   and fsynced, before the change is answered), read again at start-up: a server killed with
+//!   SIGKILL and started on the same directory knows its tasks and their state, and does not
+//!   start their jobs again. Without it tasks live in memory and a restart forgets them.
 //!
-//! Every start also writes `demo: started pid=<pid>` to stderr.
+//! Every start also writes `demo: started pid=<pid>` to stderr; every task `task-start <taskId>`
+//! when its job starts, and every `tasks/get` (of either era, naming a `taskId` of at most 64
+//! characters) `task-poll <taskId>`.
 //!
 //! # Layout
 //! - `main.rs`: the start-up order, and the two rules every room follows (see `lock` and
@@ -153,11 +224,14 @@
 //! - The 2026-07-28 side: `era` (which era a request speaks, `DEMO_ERA`, pinning, the refusals),
 //!   `discover` (`server/discover`), `listen` (`subscriptions/listen` and its deliveries).
 //! - `tools`: the catalogue, the quick tools, the deferred ones (worker threads, cancellation,
-//!   requests to the client), and `mrtr` (the multi-round-trip forms of `confirm` and
-//!   `ask_client`).
+//!   requests to the client), `mrtr` (the multi-round-trip forms of `confirm` and
+//!   `ask_client`), and `tasks` (`long_job`: `job` the pure timeline, `table` the bounded table
+//!   and its files, `clock` the thread that acts on changes, `modern` and `session` each era's
+//!   methods).
 //! - `faults`: every misbehaviour switched on by an environment variable.
 //! - `config`: reading the environment; the ordinary (non-fault) settings.
-//! - `persist`: what outlives the process: the event log and the count files.
+//! - `persist`: what outlives the process: the event log, the count files, the atomic writer of
+//!   the task files.
 
 mod config;
 mod discover;

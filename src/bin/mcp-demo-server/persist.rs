@@ -1,5 +1,7 @@
-//! What outlives the process: the event log (`DEMO_EVENT_LOG`) and the count files
-//! (`DEMO_COUNTER_FILE`, `DEMO_START_COUNT_FILE`).
+//! What outlives the process: the event log (`DEMO_EVENT_LOG`), the count files
+//! (`DEMO_COUNTER_FILE`, `DEMO_START_COUNT_FILE`), and the atomic writer the task files of
+//! `DEMO_TASKS_DIR` are written with (their reading and naming are the task table's, in
+//! `tools/tasks`).
 //!
 //! Tests kill and restart the server and then read these files to learn what it executed, so
 //! their durability rules (whole lines, fsynced counts) are kept together here.
@@ -43,20 +45,26 @@ fn read_count(path: &Path) -> io::Result<u64> {
     }
 }
 
-/// Replaces the count atomically: a new file is written and fsynced beside the old one, then
-/// renamed over it, so a reader (or a SIGKILL at any instant) sees the old count or the new
-/// one, never an empty or half-written file. (Truncating and rewriting in place could leave an
-/// empty file, which reads as 0, and a test that counts executions across crashes would be
-/// fooled.) fsynced, because tests kill the server right after and then check the count.
+/// Replaces the count atomically (see `write_atomically`): a reader, or a SIGKILL at any
+/// instant, sees the old count or the new one, never an empty or half-written file. (Truncating
+/// and rewriting in place could leave an empty file, which reads as 0, and a test that counts
+/// executions across crashes would be fooled.)
 fn write_count(path: &Path, count: u64) -> io::Result<()> {
+    write_atomically(path, count.to_string().as_bytes())
+}
+
+/// Replaces the file `path` with `bytes` atomically: a new file is written and fsynced beside
+/// the old one, then renamed over it, and the directory is synced so that the rename is durable
+/// too. fsynced, because tests kill the server with SIGKILL right after an answer and then read
+/// what it wrote (the counts, the task files of `DEMO_TASKS_DIR`).
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(format!(".{}.tmp", std::process::id()));
     let temp = std::path::PathBuf::from(temp);
     let mut file = File::create(&temp)?;
-    file.write_all(count.to_string().as_bytes())?;
+    file.write_all(bytes)?;
     file.sync_all()?;
     fs::rename(&temp, path)?;
-    // The rename itself is durable once the directory is synced.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         File::open(dir)?.sync_all()?;
     }

@@ -2,8 +2,9 @@
 //!
 //! This is the reader thread's loop: one line in, sorted into request, notification or
 //! response, handed to the room that handles it, answered through `respond`. The handlers
-//! themselves live in their own rooms (`lifecycle`, `resources`, `tools`, and for the 2026-07-28
-//! revision `discover` and `listen`); here is only what turns bytes into calls and results into
+//! themselves live in their own rooms (`lifecycle`, `resources`, `tools` — `long_job`'s task
+//! methods of both eras too, in `tools/tasks` —, and for the 2026-07-28 revision `discover` and
+//! `listen`); here is only what turns bytes into calls and results into
 //! lines, with the two dispatch tables: the 2025 one, and the 2026-07-28 one that `era` sends a
 //! modern request to.
 
@@ -18,10 +19,11 @@ use serde_json::{json, Map, Value};
 use super::config::Config;
 use super::era::{Admission, Era, EraState, DISCOVER};
 use super::jsonrpc::{params_of, Args, Reply, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
+use super::lifecycle::Session;
 use super::listen::Listens;
 use super::out::Out;
 use super::persist::append_event;
-use super::tools::{Flows, Outcome};
+use super::tools::{Flows, Outcome, Tasks};
 use super::{lock, resources, skills};
 
 #[derive(Default)]
@@ -46,6 +48,10 @@ pub(crate) struct State {
     pub(crate) listens: Listens,
     /// The `requestState`s handed out by multi-round-trip tools, not yet redeemed.
     pub(crate) flows: Flows,
+    /// The 2025 session, once `initialize` was answered (its version decides the tasks).
+    pub(crate) session: Session,
+    /// `long_job`'s tasks, of both eras.
+    pub(crate) tasks: Tasks,
 }
 
 /// Cheap to clone: worker threads get their own handle on the same output, state and config.
@@ -60,12 +66,14 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn new(config: Config) -> Self {
-        Server {
+        let server = Server {
             out: Out::stdout(),
             state: Arc::new(Mutex::new(State::default())),
             config: Arc::new(config),
             era: Era::Legacy,
-        }
+        };
+        server.load_tasks();
+        server
     }
 
     /// Lines written while serving a modern request start with `modern `, so tests can tell
@@ -186,10 +194,14 @@ impl Server {
 
     fn handle_notification(&self, method: &str, message: &Map<String, Value>) {
         // Notifications are never answered, not even when malformed.
-        if method == "notifications/cancelled" {
-            let params = params_of(message).unwrap_or_default();
-            self.on_cancelled(&params);
-            self.end_cancelled_listen(&params);
+        match method {
+            "notifications/cancelled" => {
+                let params = params_of(message).unwrap_or_default();
+                self.on_cancelled(&params);
+                self.end_cancelled_listen(&params);
+            }
+            "notifications/initialized" => self.on_initialized(),
+            _ => {}
         }
     }
 
@@ -225,6 +237,9 @@ impl Server {
             "prompts/get" => resources::get_prompt(params),
             "skills/list" => skills::list(),
             "skills/get" => skills::get(params),
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => {
+                return self.session_task_method(id, method, params)
+            }
             _ => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -257,6 +272,9 @@ impl Server {
             "prompts/get" => resources::get_prompt(params),
             "skills/list" => cacheable(skills::list()),
             "skills/get" => cacheable(skills::get(params)),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                return self.modern_task_method(id, method, params)
+            }
             _ => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!("method not found: {method}"),

@@ -9,3 +9,4 @@ mod pipe;
 mod listen;
 mod mrtr;
 mod negotiation;
+mod tasks;

@@ -28,7 +28,7 @@ pub fn modern(mut params: Value) -> Value {
     params
 }
 
-/// A running demo server with its own event log.
+/// A running demo server with its own event log and stderr file.
 pub struct Demo {
     child: Child,
     stdin: ChildStdin,
@@ -36,6 +36,7 @@ pub struct Demo {
     /// Messages read while looking for another one, in order.
     backlog: VecDeque<String>,
     log: PathBuf,
+    stderr: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -44,12 +45,14 @@ impl Demo {
     pub fn start(env: &[(&str, &str)]) -> Demo {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("events.log");
+        let stderr = dir.path().join("stderr.log");
+        let stderr_file = std::fs::File::create(&stderr).expect("the stderr file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-demo-server"))
             .env("DEMO_EVENT_LOG", &log)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr_file)
             .spawn()
             .expect("the demo server starts");
         let stdin = child.stdin.take().expect("piped stdin");
@@ -69,8 +72,15 @@ impl Demo {
             lines,
             backlog: VecDeque::new(),
             log,
+            stderr,
             _dir: dir,
         }
+    }
+
+    /// Kills the server with SIGKILL (`Child::kill`) and reaps it: nothing it had not written
+    /// survives.
+    pub fn kill(self) {
+        drop(self);
     }
 
     pub fn send(&mut self, message: Value) {
@@ -174,6 +184,15 @@ impl Demo {
     /// The event log's lines so far.
     pub fn log(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The server's stderr lines so far (it writes each line whole, unbuffered).
+    pub fn stderr(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.stderr)
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)

@@ -11,18 +11,41 @@ use super::super::lock;
 use super::super::pagination;
 use super::super::server::Server;
 
+/// How `long_job` is listed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LongJob {
+    /// Not at all (the default: it is callable either way).
+    Hidden,
+    /// As a tool (`DEMO_LIST_TASKS`).
+    Listed,
+    /// With `execution.taskSupport: "optional"`: in a 2025-11-25 session, where tasks are asked
+    /// for by the client, tool by tool.
+    WithTaskSupport,
+}
+
 impl Server {
     pub(crate) fn list_tools(&self, params: &Args) -> Reply {
-        let with_extra = lock(&self.state).extra_tool;
-        let tools = tool_definitions(self.config.era.list_confirm, with_extra);
+        let (with_extra, session_tasks) = {
+            let state = lock(&self.state);
+            (state.extra_tool, state.session.has_tasks())
+        };
+        let long_job = match (
+            self.config.list_tasks,
+            session_tasks && !self.era.is_modern(),
+        ) {
+            (false, _) => LongJob::Hidden,
+            (true, false) => LongJob::Listed,
+            (true, true) => LongJob::WithTaskSupport,
+        };
+        let tools = tool_definitions(self.config.era.list_confirm, long_job, with_extra);
         pagination::page("tools", &tools, params, self.config.page_size)
     }
 }
 
-/// The tools in listing order; `confirm` is listed only with `DEMO_LIST_CONFIRM` (it is callable
-/// either way, and the listing stays what the existing tests count), `extra` only exists after
-/// `notify {kind: "tools_changed"}`.
-fn tool_definitions(with_confirm: bool, with_extra: bool) -> Vec<Value> {
+/// The tools in listing order; `confirm` is listed only with `DEMO_LIST_CONFIRM` and `long_job`
+/// only with `DEMO_LIST_TASKS` (both are callable either way, and the listing stays what the
+/// existing tests count), `extra` only exists after `notify {kind: "tools_changed"}`.
+fn tool_definitions(with_confirm: bool, long_job: LongJob, with_extra: bool) -> Vec<Value> {
     let mut tools = vec![
         json!({ "name": "echo", "description": "Echoes the text back.",
             "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } },
@@ -80,6 +103,27 @@ fn tool_definitions(with_confirm: bool, with_extra: bool) -> Vec<Value> {
                 "rounds": { "type": "integer", "minimum": 1, "maximum": 1000, "default": 1 },
                 "state_only": { "type": "boolean", "default": false } } },
             "annotations": { "readOnlyHint": true } }));
+    }
+    if long_job != LongJob::Hidden {
+        let mut tool = json!({ "name": "long_job",
+            "description": "A job of `ms` milliseconds answered with a task; asks to continue \
+                            half-way with `ask`, fails with `fail`, ends with an isError result \
+                            with `error_result`.",
+            "inputSchema": { "type": "object", "properties": {
+                "ms": { "type": "integer", "minimum": 0, "maximum": 86_400_000, "default": 2000 },
+                "poll_ms": { "type": "integer", "minimum": 1, "maximum": 3_600_000,
+                             "default": 200 },
+                "ask": { "type": "boolean", "default": false },
+                "fail": { "type": "boolean", "default": false },
+                "error_result": { "type": "boolean", "default": false },
+                "text": { "type": "string", "maxLength": 4096, "default": "done" },
+                "ttl_ms": { "type": "integer", "minimum": 1, "maximum": 604_800_000,
+                            "default": 600_000 } } },
+            "annotations": { "readOnlyHint": true } });
+        if long_job == LongJob::WithTaskSupport {
+            tool["execution"] = json!({ "taskSupport": "optional" });
+        }
+        tools.push(tool);
     }
     if with_extra {
         tools.push(

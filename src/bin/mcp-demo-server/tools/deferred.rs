@@ -26,7 +26,7 @@ use super::{structured_result, text_result, Outcome};
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// Waits `duration` unless a cancellation arrives first; returns true if cancelled.
-fn wait_or_cancel(cancel: &Receiver<()>, duration: Duration) -> bool {
+pub(super) fn wait_or_cancel(cancel: &Receiver<()>, duration: Duration) -> bool {
     match cancel.recv_timeout(duration) {
         Ok(()) => true,
         Err(RecvTimeoutError::Timeout) => false,
@@ -41,7 +41,7 @@ fn is_cancelled(cancel: &Receiver<()>) -> bool {
 }
 
 /// Waits for the client's response unless a cancellation arrives first (`None`).
-fn recv_or_cancel(reply: &Receiver<Value>, cancel: &Receiver<()>) -> Option<Value> {
+pub(super) fn recv_or_cancel(reply: &Receiver<Value>, cancel: &Receiver<()>) -> Option<Value> {
     loop {
         match reply.recv_timeout(CANCEL_POLL) {
             Ok(response) => return Some(response),
@@ -63,7 +63,7 @@ fn client_response_result(response: &Value) -> Value {
 impl Server {
     /// Runs `work` on its own thread; it gets a cancellation receiver and returns `None` when it
     /// saw a cancellation. The answer is only sent if the call was not cancelled meanwhile.
-    fn spawn_call<F>(&self, id: &Value, work: F) -> Result<Outcome, RpcError>
+    pub(super) fn spawn_call<F>(&self, id: &Value, work: F) -> Result<Outcome, RpcError>
     where
         F: FnOnce(&Server, &Receiver<()>) -> Option<Reply> + Send + 'static,
     {
@@ -97,16 +97,24 @@ impl Server {
         if let Some(cancel) = running {
             let _ = cancel.send(());
         }
+        self.forget_task_waiter(&request_id);
     }
 
-    /// Hands a client response to the `ask_client` call waiting for it; others are ignored.
+    /// Hands a client response to the call waiting for it (`ask_client`, `confirm`, a
+    /// `long_job` without a task), or to the task whose input request it answers; others are
+    /// ignored.
     pub(crate) fn route_client_reply(&self, message: Value) {
         let Some(id) = message.get("id").and_then(Value::as_str) else {
             return;
         };
         let waiter = lock(&self.state).pending_client_replies.remove(id);
-        if let Some(waiter) = waiter {
-            let _ = waiter.send(message);
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(message);
+            }
+            None => {
+                self.answer_task_elicitation(id, &message);
+            }
         }
     }
 
@@ -212,7 +220,7 @@ impl Server {
 impl Server {
     /// A new id for a request of ours to the client, registered before it is sent; the reader
     /// thread routes the response to the receiver later.
-    fn expect_client_reply(&self) -> (String, Receiver<Value>) {
+    pub(super) fn expect_client_reply(&self) -> (String, Receiver<Value>) {
         let (reply_tx, reply_rx) = mpsc::channel();
         let mut state = lock(&self.state);
         state.next_server_request += 1;

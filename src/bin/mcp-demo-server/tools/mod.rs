@@ -2,15 +2,21 @@
 //!
 //! Tools that answer later, from a worker thread, are in `deferred`; the listing (names,
 //! schemas, hints) is in `catalogue`; the 2026-07-28 era's multi-round-trip forms of `confirm`
-//! and `ask_client` are in `mrtr`. A new tool is added in the catalogue and in `call_tool` or
+//! and `ask_client` are in `mrtr`; `long_job`, answered with a task, and the task methods of
+//! both eras are in `tasks`. A new tool is added in the catalogue and in `call_tool` or
 //! `call_quick_tool`. A tool that notifies (`notify`) does so in the era of its call: to the
 //! session in the 2025 era, to the listens that asked for it in the 2026-07-28 one.
 
 mod catalogue;
 mod deferred;
 mod mrtr;
+mod tasks;
 
 pub(crate) use mrtr::Flows;
+pub(crate) use tasks::{
+    declares_tasks, missing_tasks_capability, session_tasks_capability, Tasks,
+    SESSION_TASKS_VERSION, TASKS_EXTENSION,
+};
 
 use std::io::Write;
 use std::process;
@@ -66,6 +72,9 @@ impl Server {
         if modern && stray && !mrtr::MRTR_TOOLS.contains(&name) {
             return Outcome::Reply(self.refuse_stray_input(id, name, params));
         }
+        if let Some(refusal) = self.refuse_task_augmentation(name, params) {
+            return Outcome::Reply(Err(refusal));
+        }
         let outcome = match name {
             "slow" => self.tool_slow(id, &args, progress_token),
             "counter" => self.tool_counter(id, &args),
@@ -73,6 +82,7 @@ impl Server {
             "confirm" => self.tool_confirm(id, &args),
             "ask_client" if modern => Ok(Outcome::Reply(self.mrtr_ask_client(id, &args, params))),
             "ask_client" => self.tool_ask_client(id, &args),
+            tasks::LONG_JOB => self.tool_long_job(id, &args, params),
             "hang" => {
                 self.log_event(&format!("hang {id}"));
                 Ok(Outcome::Deferred)
