@@ -3,3 +3,4 @@
 //! the in-tree Streamable HTTP server (`job`).
 
 mod http;
+mod stdio;
