@@ -33,6 +33,7 @@ use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
 
 mod handlers;
+mod task_store;
 
 /// The actor's clock: the time it tells its session, and what its one timer waits on.
 #[derive(Clone, Default)]
@@ -154,6 +155,8 @@ pub struct ServerActor {
     draining: bool,
     dial: Dial,
     clock: Clock,
+    /// Where this server's tasks are recorded, if anywhere.
+    tasks: Option<task_store::TaskPersistence>,
     _gone: Option<GoneNotice>,
 }
 
@@ -194,8 +197,16 @@ impl ServerActor {
             draining: false,
             dial: Dial::Configured,
             clock,
+            tasks: None,
             _gone: None,
         }
+    }
+
+    /// Records the tasks this server runs for calls in `store`, and follows those it kept
+    /// from before (see [`SupervisorBuilder::task_store`](crate::SupervisorBuilder::task_store)).
+    pub fn task_store(mut self, store: std::sync::Arc<dyn crate::tasks::TaskStore>) -> Self {
+        self.tasks = Some(task_store::TaskPersistence::new(store, &self.config));
+        self
     }
 
     pub(crate) fn supervised(
@@ -346,6 +357,12 @@ impl ServerActor {
                 }
             }
             Command::AskInput(ask) => self.ask_input(ask, ctx),
+            Command::Persist(write) => {
+                if let Some(tasks) = &self.tasks {
+                    tasks.write(&write);
+                }
+            }
+            Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),
         }
     }
 
@@ -492,6 +509,13 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(tasks) = &self.tasks {
+            let kept = tasks.restore();
+            if !kept.is_empty() {
+                tracing::info!(server = %self.session.name(), tasks = kept.len(), "following the tasks the task store kept");
+            }
+            self.session.restore_tasks(kept, self.clock.now());
+        }
         self.session.start(self.clock.now());
         self.drive(ctx);
     }

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -22,6 +23,7 @@ use crate::session::status::ServerStatus;
 use crate::skills::{
     content_bytes, GetSkillResult, LoadedSkill, Skill, SkillError, SkillFileContent,
 };
+use crate::tasks::TaskStore;
 
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).
@@ -52,6 +54,7 @@ pub struct SupervisorBuilder {
     settings: Settings,
     subscribers: Vec<Recipient<ServerEvent>>,
     request_handler: Option<SetRequestHandler>,
+    task_store: Option<Arc<dyn TaskStore>>,
 }
 
 impl SupervisorBuilder {
@@ -93,6 +96,16 @@ impl SupervisorBuilder {
         self
     }
 
+    /// Where the tasks servers run for calls are recorded (the Tasks extension), so that they
+    /// are followed again, and their outcomes delivered once, after a restart of this process:
+    /// e.g. a [`SqliteTaskStore`](crate::tasks::SqliteTaskStore) at a path the application
+    /// chooses. Without one, tasks are followed in memory (across reconnects and server
+    /// restarts, not a restart of this process).
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
     /// Validates the configuration and starts the supervisor in the current actix system.
     /// Servers connect in parallel in the background; calls made meanwhile wait for them.
     ///
@@ -129,6 +142,7 @@ impl SupervisorBuilder {
             initial: self.servers,
             subscribers: self.subscribers,
             request_handler: self.request_handler,
+            task_store: self.task_store,
             epoch: 0,
             shutting_down: false,
             removing: Vec::new(),
@@ -164,6 +178,8 @@ pub struct Supervisor {
     initial: Vec<ServerConfig>,
     subscribers: Vec<Recipient<ServerEvent>>,
     request_handler: Option<SetRequestHandler>,
+    /// Where every server's tasks are recorded, if anywhere.
+    task_store: Option<Arc<dyn TaskStore>>,
     /// Identifies actor generations, so a late death notice of a replaced actor is ignored.
     epoch: u64,
     shutting_down: bool,
@@ -207,12 +223,15 @@ impl Supervisor {
             deliberate: false,
         };
         self.subscribers.retain(|s| s.connected());
-        let actor = ServerActor::new(config.clone(), &self.settings).supervised(
+        let mut actor = ServerActor::new(config.clone(), &self.settings).supervised(
             gone,
             self.subscribers.clone(),
             self.request_handler.clone(),
             subscriptions.clone(),
         );
+        if let Some(store) = &self.task_store {
+            actor = actor.task_store(store.clone());
+        }
         Entry {
             config,
             addr: actor.start(),

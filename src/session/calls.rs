@@ -628,6 +628,19 @@ impl CallTable {
         Some(entry.tool().map(|t| t.into_owned()).unwrap_or_default())
     }
 
+    /// Whether call `key` is in the table with a caller still waiting for it.
+    pub fn has_caller(&self, key: u64) -> bool {
+        self.calls
+            .get(&key)
+            .is_some_and(|c| !c.is_internal() && !c.is_abandoned())
+    }
+
+    /// A `tools/call`'s arguments, as sent.
+    pub fn arguments_of(&self, key: u64) -> Option<Value> {
+        let params = self.calls.get(&key)?.params.as_ref()?.to_value();
+        params.get("arguments").cloned()
+    }
+
     /// Whether call `key` asked to be answered with its task at once.
     pub fn starts_task(&self, key: u64) -> bool {
         self.calls.get(&key).is_some_and(|c| c.start_task)

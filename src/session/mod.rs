@@ -84,6 +84,7 @@ use outcome::Situation;
 use request::{CallRequest, RequestOptions};
 use status::ServerStatus;
 use tasks::TaskTable;
+pub(crate) use tasks::{Restored, Resumption, TaskWrite};
 use timers::{Timer, Timers};
 use tools::ToolCache;
 use wire::Wire;
@@ -116,6 +117,10 @@ pub(crate) enum Command {
     /// Ask the application's handler what a multi-round-trip result needs, and report with
     /// [`Session::input_answered`].
     AskInput(InputAsk),
+    /// Record this in the task store (if there is one), before carrying out what follows.
+    Persist(TaskWrite),
+    /// Hand this back to [`Session::resume`]: what waited for the writes before it.
+    Resume(Resumption),
 }
 
 /// Everything a connection attempt starts from.

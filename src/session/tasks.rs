@@ -64,6 +64,86 @@ pub(crate) enum Next {
     },
 }
 
+/// What the task store must record, in order, before what follows it happens (see
+/// [`TaskStore`](crate::tasks::TaskStore)'s rules): the driver writes each, then carries on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TaskWrite {
+    /// A task the server runs for one of our calls (or one followed from a kept handle).
+    Created {
+        handle: TaskHandle,
+        /// The digest of the call's arguments, when the call is known.
+        arguments_digest: String,
+        poll_interval: Option<Duration>,
+    },
+    /// What the server says of a running task changed.
+    Status {
+        task_id: String,
+        status: TaskStatus,
+        message: Option<String>,
+        poll_interval: Option<Duration>,
+    },
+    /// These input keys are being answered: never again.
+    InputAnswered { task_id: String, keys: Vec<String> },
+    /// It ended: its status and outcome (the result's JSON text, or the error's), to be
+    /// delivered once.
+    Ended {
+        task_id: String,
+        status: TaskStatus,
+        outcome: String,
+    },
+    /// Its outcome was handed to a caller: never again.
+    Delivered { task_id: String },
+    /// The server no longer knows it: nothing is left to follow.
+    Forgotten { task_id: String },
+}
+
+/// What the session does once the store has recorded what came before it: answers.
+pub(crate) enum Resumption {
+    /// Answer these callers with a task's outcome.
+    Waiters {
+        waiters: Vec<u64>,
+        outcome: Result<Value, Error>,
+    },
+    /// Answer a `StartTask` with its task.
+    Started { key: u64, handle: TaskHandle },
+    /// Answer an `AwaitTask` with an outcome that was kept for it.
+    Kept {
+        reply: Rc<dyn Reply>,
+        outcome: Result<Value, Error>,
+    },
+}
+
+impl std::fmt::Debug for Resumption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resumption::Waiters { waiters, .. } => {
+                write!(f, "Waiters({waiters:?})")
+            }
+            Resumption::Started { key, handle } => {
+                write!(f, "Started({key}, {})", handle.task_id)
+            }
+            Resumption::Kept { .. } => f.write_str("Kept"),
+        }
+    }
+}
+
+/// A task a store kept, as the session takes it back.
+#[derive(Debug)]
+pub(crate) enum Restored {
+    /// Still running when it was last heard of.
+    Running {
+        handle: TaskHandle,
+        status: TaskStatus,
+        poll_interval: Option<Duration>,
+        answered: BTreeSet<String>,
+    },
+    /// Ended, its outcome not delivered yet.
+    Ended {
+        handle: TaskHandle,
+        outcome: Result<Value, Error>,
+    },
+}
+
 /// One task.
 struct Task {
     handle: TaskHandle,
@@ -94,6 +174,8 @@ pub(crate) struct TaskTable {
     waiting: HashMap<u64, String>,
     /// Outcomes of tasks that ended with nobody waiting, oldest first.
     kept: VecDeque<(TaskHandle, Result<Value, Error>)>,
+    /// What the store must record, not handed to the driver yet.
+    writes: Vec<TaskWrite>,
 }
 
 impl TaskTable {
@@ -104,7 +186,13 @@ impl TaskTable {
             polls: BinaryHeap::new(),
             waiting: HashMap::new(),
             kept: VecDeque::new(),
+            writes: Vec::new(),
         }
+    }
+
+    /// What the store must record since the last call, in order.
+    pub fn take_writes(&mut self) -> Vec<TaskWrite> {
+        std::mem::take(&mut self.writes)
     }
 
     /// Tasks that have not ended.
@@ -122,6 +210,7 @@ impl TaskTable {
         waiter: Option<u64>,
         first_poll: Instant,
         now: Instant,
+        arguments_digest: String,
     ) -> Next {
         let handle = TaskHandle::new(
             self.server.to_string(),
@@ -153,6 +242,11 @@ impl TaskTable {
             polls: 0,
         };
         let id = state.task_id.clone();
+        self.writes.push(TaskWrite::Created {
+            handle: task.handle.clone(),
+            arguments_digest,
+            poll_interval: task.poll_interval,
+        });
         self.tasks.insert(id.clone(), task);
         if let Some(waiter) = waiter {
             self.waiting.insert(waiter, id.clone());
@@ -172,10 +266,21 @@ impl TaskTable {
             return Next::Wait;
         };
         task.failed_polls = 0;
+        let changed = task.status != state.status
+            || task.status_message != state.status_message
+            || (state.poll_interval.is_some() && task.poll_interval != state.poll_interval);
         task.status = state.status;
         task.status_message = state.status_message;
         if state.poll_interval.is_some() {
             task.poll_interval = state.poll_interval;
+        }
+        if changed && !task.status.is_terminal() {
+            self.writes.push(TaskWrite::Status {
+                task_id: id.to_owned(),
+                status: task.status,
+                message: task.status_message.clone(),
+                poll_interval: task.poll_interval,
+            });
         }
         let next_poll = next_poll(task.poll_interval);
         if state.ttl.is_some() {
@@ -199,11 +304,14 @@ impl TaskTable {
                     .into_iter()
                     .filter(|r| task.answered.insert(r.key.clone()))
                     .collect();
-                return if fresh.is_empty() {
-                    Next::Wait
-                } else {
-                    Next::Ask(fresh)
-                };
+                if fresh.is_empty() {
+                    return Next::Wait;
+                }
+                self.writes.push(TaskWrite::InputAnswered {
+                    task_id: id.to_owned(),
+                    keys: fresh.iter().map(|r| r.key.clone()).collect(),
+                });
+                return Next::Ask(fresh);
             }
             Detail::None => {
                 self.schedule(id, next_poll);
@@ -223,6 +331,16 @@ impl TaskTable {
             self.waiting.remove(waiter);
         }
         tracing::debug!(server = %self.server, task = %server_text(id), tool = %task.handle.tool, polls = task.polls, outcome = outcome.as_ref().err().map_or("ok", Error::code), "task ended");
+        self.writes.push(match ended(&outcome) {
+            Some((status, text)) => TaskWrite::Ended {
+                task_id: id.to_owned(),
+                status,
+                outcome: text,
+            },
+            None => TaskWrite::Forgotten {
+                task_id: id.to_owned(),
+            },
+        });
         if task.waiters.is_empty() {
             self.keep(task.handle.clone(), outcome.clone());
         }
@@ -398,9 +516,48 @@ impl TaskTable {
             failed_polls: 0,
             polls: 0,
         };
+        self.writes.push(TaskWrite::Created {
+            handle: task.handle.clone(),
+            arguments_digest: String::new(),
+            poll_interval: None,
+        });
         self.tasks.insert(id.clone(), task);
         self.waiting.insert(waiter, id.clone());
         self.schedule(&id, now);
+    }
+
+    /// Follows running task `handle` that a store kept (no caller waits yet), asking at `now`.
+    pub fn restore_running(
+        &mut self,
+        handle: TaskHandle,
+        status: TaskStatus,
+        poll_interval: Option<Duration>,
+        answered: BTreeSet<String>,
+        now: Instant,
+    ) {
+        let id = handle.task_id.clone();
+        if self.tasks.contains_key(&id) {
+            return;
+        }
+        let task = Task {
+            handle,
+            status,
+            status_message: None,
+            poll_interval,
+            since: now,
+            next_poll: None,
+            answered,
+            waiters: Vec::new(),
+            failed_polls: 0,
+            polls: 0,
+        };
+        self.tasks.insert(id.clone(), task);
+        self.schedule(&id, now);
+    }
+
+    /// Whether task `id`'s outcome is kept.
+    pub fn is_kept(&self, id: &str) -> bool {
+        self.kept.iter().any(|(h, _)| h.task_id == id)
     }
 
     /// Caller `waiter` stopped waiting (its deadline passed, or it left). The task runs on.
@@ -425,7 +582,16 @@ impl TaskTable {
     /// The outcome kept for task `id`, taken (it is delivered once).
     pub fn take_kept(&mut self, id: &str) -> Option<Result<Value, Error>> {
         let at = self.kept.iter().position(|(h, _)| h.task_id == id)?;
-        self.kept.remove(at).map(|(_, outcome)| outcome)
+        let outcome = self.kept.remove(at).map(|(_, outcome)| outcome)?;
+        self.delivered(id);
+        Some(outcome)
+    }
+
+    /// Task `id`'s outcome went to a caller.
+    pub fn delivered(&mut self, id: &str) {
+        self.writes.push(TaskWrite::Delivered {
+            task_id: id.to_owned(),
+        });
     }
 
     /// What is known of the tasks: those running, oldest first, then those ended with their
@@ -453,6 +619,71 @@ impl TaskTable {
     }
 }
 
+/// The status and the outcome's JSON text a store keeps for a task that ended with
+/// `outcome`; `None` for a task that is lost (nothing to keep).
+fn ended(outcome: &Result<Value, Error>) -> Option<(TaskStatus, String)> {
+    match outcome {
+        Ok(result) => Some((TaskStatus::Completed, result.to_string())),
+        Err(Error::Rpc {
+            code,
+            message,
+            data,
+            ..
+        }) => {
+            let mut error = serde_json::json!({"code": code, "message": message});
+            if let Some(data) = data {
+                error["data"] = data.clone();
+            }
+            Some((TaskStatus::Failed, error.to_string()))
+        }
+        Err(Error::Cancelled { message, .. }) => Some((
+            TaskStatus::Cancelled,
+            serde_json::json!({"statusMessage": message}).to_string(),
+        )),
+        Err(_) => None,
+    }
+}
+
+/// The outcome a store kept for a task that ended (`Ended`'s), as a caller gets it.
+pub(crate) fn outcome_of(
+    server: &str,
+    task_id: &str,
+    status: TaskStatus,
+    text: &str,
+) -> Result<Value, Error> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        Error::invalid_response(
+            server,
+            "tasks/get",
+            format!("a kept outcome does not parse: {e}"),
+        )
+    })?;
+    match status {
+        TaskStatus::Completed => Ok(value),
+        TaskStatus::Cancelled => Err(Error::Cancelled {
+            server: server.to_owned(),
+            method: "tools/call".into(),
+            task_id: server_text(task_id),
+            message: value
+                .get("statusMessage")
+                .and_then(Value::as_str)
+                .map(server_text),
+        }),
+        _ => {
+            let error = crate::protocol::jsonrpc::RpcError {
+                code: value.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                message: value
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: value.get("data").cloned(),
+            };
+            Err(Error::rpc(server, "tools/call", error))
+        }
+    }
+}
+
 // ----- the session's part: polls and updates as its own calls -----
 
 impl Session {
@@ -460,31 +691,37 @@ impl Session {
     /// session polls for.
     pub(super) fn task_created(&mut self, key: u64, state: TaskState, now: Instant) {
         let start_only = self.calls.starts_task(key);
+        let digest = self
+            .calls
+            .arguments_of(key)
+            .map(|args| crate::tasks::arguments_digest(&args))
+            .unwrap_or_default();
         let Some(tool) = self.calls.hold_for_task(key) else {
             return;
         };
         let first = self.next_poll(state.poll_interval, now);
         let id = state.task_id.clone();
         if start_only {
-            // The caller wants the handle now, and will await the task (or not) later.
-            let next = self.tasks.adopt(state, tool, None, first, now);
+            // The caller wants the handle now, and will await the task (or not) later: once
+            // the store has it.
+            let next = self.tasks.adopt(state, tool, None, first, now, digest);
             if let Some(handle) = self.tasks.handle(&id).cloned() {
-                self.calls
-                    .answer_call(key, Ok(Payload::Task(Box::new(handle))));
-            } else if let Next::Done {
-                handle, outcome, ..
-            } = next
-            {
+                self.flush_task_writes();
+                self.commands
+                    .push_back(Command::Resume(Resumption::Started { key, handle }));
+            } else if let Next::Done { outcome, .. } = next {
                 // It ended in its first answer: the result is the call's, not kept for later.
                 self.tasks.take_kept(&id);
-                let answer = outcome.clone().map(Payload::Parsed);
-                if !self.calls.answer_call(key, answer) {
-                    self.tasks.unclaimed(handle, outcome);
-                }
+                self.flush_task_writes();
+                self.commands
+                    .push_back(Command::Resume(Resumption::Waiters {
+                        waiters: vec![key],
+                        outcome,
+                    }));
             }
             return self.rearm_task_polls(now);
         }
-        let next = self.tasks.adopt(state, tool, Some(key), first, now);
+        let next = self.tasks.adopt(state, tool, Some(key), first, now, digest);
         self.on_task_next(&id, next, now);
     }
 
@@ -500,7 +737,10 @@ impl Session {
         now: Instant,
     ) {
         if let Some(outcome) = self.tasks.take_kept(&handle.task_id) {
-            return reply.answer(&self.name, outcome.map(Payload::Parsed));
+            self.flush_task_writes();
+            self.commands
+                .push_back(Command::Resume(Resumption::Kept { reply, outcome }));
+            return;
         }
         let mut call = CallRequest::of_value(self.name.to_string(), "tools/call", None);
         call.tool = Some(handle.tool.clone());
@@ -511,6 +751,7 @@ impl Session {
             // Not followed here: follow it, asking the server at once.
             self.tasks.follow(handle, key, now);
         }
+        self.flush_task_writes();
         self.rearm_task_polls(now);
     }
 
@@ -541,16 +782,70 @@ impl Session {
                 waiters,
                 outcome,
             } => {
-                // (With no waiter at all, the table kept the outcome itself.)
-                let waited = !waiters.is_empty();
-                let mut taken = false;
+                // (With no waiter at all, the table kept the outcome itself.) Recorded as
+                // delivered before it is: a crash in between loses it rather than delivers it
+                // twice.
+                let waiters: Vec<u64> = waiters
+                    .into_iter()
+                    .filter(|w| self.calls.has_caller(*w))
+                    .collect();
+                if waiters.is_empty() {
+                    if self.tasks.handle(id).is_none() && !self.tasks.is_kept(id) {
+                        self.tasks.unclaimed(handle, outcome);
+                    }
+                } else {
+                    self.tasks.delivered(id);
+                    self.flush_task_writes();
+                    self.commands
+                        .push_back(Command::Resume(Resumption::Waiters { waiters, outcome }));
+                }
+            }
+        }
+        self.flush_task_writes();
+        self.rearm_task_polls(now);
+    }
+
+    /// Hands what the store must record to the driver, before anything that follows.
+    pub(super) fn flush_task_writes(&mut self) {
+        for write in self.tasks.take_writes() {
+            self.commands.push_back(Command::Persist(write));
+        }
+    }
+
+    /// Carries on after the store recorded what came before (see [`Command::Resume`]).
+    pub fn resume(&mut self, resumption: Resumption, now: Instant) {
+        match resumption {
+            Resumption::Waiters { waiters, outcome } => {
                 for waiter in waiters {
                     let answer = outcome.clone().map(Payload::Parsed);
-                    taken |= self.calls.answer_call(waiter, answer);
+                    self.calls.answer_call(waiter, answer);
                 }
-                if waited && !taken {
-                    self.tasks.unclaimed(handle, outcome);
-                }
+            }
+            Resumption::Started { key, handle } => {
+                self.calls
+                    .answer_call(key, Ok(Payload::Task(Box::new(handle))));
+            }
+            Resumption::Kept { reply, outcome } => {
+                reply.answer(&self.name, outcome.map(Payload::Parsed));
+            }
+        }
+        self.act_on_internal(now);
+    }
+
+    /// Follows the tasks a store kept for this server (after a restart of this process): a
+    /// running one is asked at once, an ended one's outcome waits for whoever awaits it.
+    pub fn restore_tasks(&mut self, tasks: Vec<Restored>, now: Instant) {
+        for task in tasks {
+            match task {
+                Restored::Running {
+                    handle,
+                    status,
+                    poll_interval,
+                    answered,
+                } => self
+                    .tasks
+                    .restore_running(handle, status, poll_interval, answered, now),
+                Restored::Ended { handle, outcome } => self.tasks.unclaimed(handle, outcome),
             }
         }
         self.rearm_task_polls(now);
@@ -693,6 +988,7 @@ mod tests {
             Some(7),
             now + 100 * MS,
             now,
+            String::new(),
         );
         assert!(matches!(next, Next::Wait));
         assert_eq!(table.next_due(), Some(now + 100 * MS));
@@ -719,8 +1015,22 @@ mod tests {
     fn failed_and_cancelled_tasks_end_with_typed_errors() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("f")), "job".into(), Some(1), now, now);
-        table.adopt(state(working("c")), "job".into(), Some(2), now, now);
+        table.adopt(
+            state(working("f")),
+            "job".into(),
+            Some(1),
+            now,
+            now,
+            String::new(),
+        );
+        table.adopt(
+            state(working("c")),
+            "job".into(),
+            Some(2),
+            now,
+            now,
+            String::new(),
+        );
         let failed = json!({"taskId": "f", "status": "failed",
                             "error": {"code": -32603, "message": "boom"}});
         let Next::Done { outcome, .. } = table.polled("f", Ok(failed), |_| now) else {
@@ -742,7 +1052,14 @@ mod tests {
     fn an_input_key_is_asked_once_however_often_a_poll_shows_it() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
+        table.adopt(
+            state(working("t")),
+            "job".into(),
+            Some(1),
+            now,
+            now,
+            String::new(),
+        );
         let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
         let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), |_| now) else {
@@ -768,7 +1085,14 @@ mod tests {
     fn an_unknown_task_is_lost_with_an_unknown_outcome() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
+        table.adopt(
+            state(working("t")),
+            "job".into(),
+            Some(1),
+            now,
+            now,
+            String::new(),
+        );
         let gone = Error::rpc(
             "s",
             "tasks/get",
@@ -791,7 +1115,14 @@ mod tests {
     fn a_failed_poll_asks_again_and_an_unreadable_answer_gives_up() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
+        table.adopt(
+            state(working("t")),
+            "job".into(),
+            Some(1),
+            now,
+            now,
+            String::new(),
+        );
         table.due(now);
         let timeout = Error::Timeout {
             server: "s".into(),
@@ -819,7 +1150,14 @@ mod tests {
     fn a_task_whose_caller_left_runs_on_and_its_outcome_is_kept() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(state(working("t")), "job".into(), Some(1), now, now);
+        table.adopt(
+            state(working("t")),
+            "job".into(),
+            Some(1),
+            now,
+            now,
+            String::new(),
+        );
         let handle = table.waiter_left(1).expect("a task");
         assert_eq!(
             (handle.task_id.as_str(), handle.tool.as_str()),
@@ -842,7 +1180,14 @@ mod tests {
         let mut table = table();
         for n in 0..MAX_KEPT_OUTCOMES + 10 {
             let id = format!("t{n}");
-            table.adopt(state(working(&id)), "job".into(), Some(n as u64), now, now);
+            table.adopt(
+                state(working(&id)),
+                "job".into(),
+                Some(n as u64),
+                now,
+                now,
+                String::new(),
+            );
             table.waiter_left(n as u64);
             let done = json!({"taskId": id, "status": "cancelled"});
             table.polled(&id, Ok(done), |_| now);
@@ -857,7 +1202,7 @@ mod tests {
         let mut table = table();
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
         assert!(matches!(
-            table.adopt(state(done), "job".into(), Some(3), now, now),
+            table.adopt(state(done), "job".into(), Some(3), now, now, String::new()),
             Next::Done { waiters, .. } if waiters == [3]
         ));
         assert_eq!(table.len(), 0);

@@ -35,6 +35,8 @@ struct Harness {
     pending: Option<(u64, AttemptPlan)>,
     /// Events the session emitted, and other commands it gave, in order.
     emitted: Vec<ServerEvent>,
+    /// What the session asked the task store to record, in order.
+    persisted: Vec<TaskWrite>,
     other: Vec<Command>,
 }
 
@@ -91,6 +93,7 @@ impl Harness {
             seq: 0,
             pending: None,
             emitted: Vec::new(),
+            persisted: Vec::new(),
             other: Vec::new(),
         };
         h.session.start(now);
@@ -105,6 +108,8 @@ impl Harness {
                 Command::Connect { seq, plan } => self.pending = Some((seq, *plan)),
                 Command::Disconnect { .. } => self.link.closed.set(true),
                 Command::Emit(event) => self.emitted.push(event),
+                Command::Persist(write) => self.persisted.push(write),
+                Command::Resume(resumption) => self.session.resume(resumption, self.now),
                 other => self.other.push(other),
             }
         }

@@ -436,3 +436,51 @@ fn a_started_task_that_ended_in_its_first_answer_answers_with_its_result_once() 
     assert_eq!(result["content"][0]["text"], "done");
     assert!(h.session.task_infos(h.now).is_empty(), "not kept as well");
 }
+
+/// What the store is asked to record, in order: the task before anyone hears of it, each input
+/// key before it is answered, the end, and the delivery before the caller has it.
+#[test]
+fn each_step_is_recorded_before_what_depends_on_it() {
+    let mut h = modern_session(settings());
+    let started = h.call(start("job"));
+    let sent = h.written();
+    h.answer(&sent[0], created("t", 100));
+    assert!(matches!(
+        h.persisted.as_slice(),
+        [TaskWrite::Created { handle, .. }] if handle.task_id == "t"
+    ));
+    assert!(started.take().is_some(), "answered once it was recorded");
+    let waiter = Rc::new(crate::session::testing::Answer::default());
+    h.session
+        .await_task(handle("t"), None, waiter.clone(), h.now);
+    h.drive();
+    h.advance(120 * MS);
+    let poll = h.written();
+    let mut asking = polled("t", "input_required", 100);
+    asking["inputRequests"] = json!({"confirm": {"method": "elicitation/create"}});
+    h.answer(&poll[0], asking);
+    assert!(matches!(
+        h.persisted.last(),
+        Some(TaskWrite::InputAnswered { keys, .. }) if keys == &["confirm"]
+    ));
+    let Some(Command::AskInput(_)) = h.other.pop() else {
+        panic!("asked after it was recorded")
+    };
+    h.advance(120 * MS);
+    let poll = h.written();
+    h.answer(&poll[0], completed("t"));
+    let steps: Vec<&str> = h
+        .persisted
+        .iter()
+        .map(|w| match w {
+            TaskWrite::Created { .. } => "created",
+            TaskWrite::Status { .. } => "status",
+            TaskWrite::InputAnswered { .. } => "input",
+            TaskWrite::Ended { .. } => "ended",
+            TaskWrite::Delivered { .. } => "delivered",
+            TaskWrite::Forgotten { .. } => "forgotten",
+        })
+        .collect();
+    assert_eq!(steps, ["created", "status", "input", "ended", "delivered"]);
+    assert!(matches!(waiter.take(), Some(Ok(_))));
+}

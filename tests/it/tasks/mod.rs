@@ -2,5 +2,7 @@
 //! task, answered with its end; the explicit handles; a task the server forgot. `http` against
 //! the in-tree Streamable HTTP server (`job`).
 
+#[cfg(feature = "sqlite")]
+mod durable;
 mod http;
 mod stdio;

@@ -1,0 +1,166 @@
+//! The actor's side of durable tasks: what the session asks to be recorded
+//! ([`TaskWrite`]), written to the application's [`TaskStore`], and the tasks a store kept
+//! for this server taken back when the actor starts (after a restart of this process).
+//!
+//! A record names the server by its configured name and by its identity — a digest of what
+//! reaches it (the URL, or the command line and working directory) — so that a task is never
+//! asked about on another server that took the name. A write that fails is logged and the
+//! task goes on in memory: the call it belongs to is not failed for the store's sake.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::config::{ServerConfig, Transport};
+use crate::session::{Restored, TaskWrite};
+use crate::tasks::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskUpdate};
+
+/// A server's tasks in the application's store.
+pub(crate) struct TaskPersistence {
+    store: Arc<dyn TaskStore>,
+    server: String,
+    identity: String,
+}
+
+impl TaskPersistence {
+    pub fn new(store: Arc<dyn TaskStore>, config: &ServerConfig) -> Self {
+        TaskPersistence {
+            store,
+            server: config.name().to_owned(),
+            identity: identity(config),
+        }
+    }
+
+    fn key(&self, task_id: &str) -> TaskKey {
+        TaskKey::new(self.server.clone(), task_id.to_owned())
+    }
+
+    /// Records `write`; a failure is logged (the task goes on in memory).
+    pub fn write(&self, write: &TaskWrite) {
+        let done = match write {
+            TaskWrite::Created {
+                handle,
+                arguments_digest,
+                poll_interval,
+            } => {
+                let mut record = TaskRecord::new(
+                    self.server.clone(),
+                    self.identity.clone(),
+                    handle.task_id.clone(),
+                    handle.tool.clone(),
+                    arguments_digest.clone(),
+                    handle.created_at,
+                );
+                if let Some(ttl) = handle.ttl {
+                    record = record.ttl(ttl);
+                }
+                if let Some(interval) = poll_interval {
+                    record = record.poll_interval(*interval);
+                }
+                self.store.insert(&record).map(|_| ())
+            }
+            TaskWrite::Status {
+                task_id,
+                status,
+                message,
+                poll_interval,
+            } => {
+                let mut update = TaskUpdate::new().status(*status);
+                update = match message {
+                    Some(message) => update.status_message(message.clone()),
+                    None => update.no_status_message(),
+                };
+                if let Some(interval) = poll_interval {
+                    update = update.poll_interval(*interval);
+                }
+                self.store.update(&self.key(task_id), &update).map(|_| ())
+            }
+            TaskWrite::InputAnswered { task_id, keys } => keys.iter().try_for_each(|key| {
+                self.store
+                    .mark_input_answered(&self.key(task_id), key)
+                    .map(|_| ())
+            }),
+            TaskWrite::Ended {
+                task_id,
+                status,
+                outcome,
+            } => self
+                .store
+                .finish(&self.key(task_id), *status, Some(outcome))
+                .map(|_| ()),
+            TaskWrite::Delivered { task_id } => {
+                self.store.take_outcome(&self.key(task_id)).map(|_| ())
+            }
+            TaskWrite::Forgotten { task_id } => self.store.remove(&self.key(task_id)).map(|_| ()),
+        };
+        if let Err(error) = done {
+            tracing::warn!(server = %self.server, error = %error, "the task store could not record a task's step; the task goes on in memory");
+        }
+    }
+
+    /// The tasks the store kept for this server (this identity), not delivered yet.
+    pub fn restore(&self) -> Vec<Restored> {
+        let records = match self.store.list(Some(&self.server)) {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(server = %self.server, error = %error, "the task store could not be read; its tasks are not followed");
+                return Vec::new();
+            }
+        };
+        let now = SystemTime::now();
+        records
+            .into_iter()
+            .filter(|r| r.server_identity == self.identity && !r.delivered)
+            .filter(|r| r.expires_at().is_none_or(|at| at > now))
+            .map(|record| {
+                let handle = crate::tasks::TaskHandle::new(
+                    record.server.clone(),
+                    record.task_id.clone(),
+                    record.tool.clone(),
+                    record.created_at,
+                )
+                .ttl(record.ttl);
+                match (&record.outcome, record.status.is_terminal()) {
+                    (Some(outcome), true) => Restored::Ended {
+                        outcome: crate::session::tasks::outcome_of(
+                            &self.server,
+                            &record.task_id,
+                            record.status,
+                            outcome,
+                        ),
+                        handle,
+                    },
+                    _ => Restored::Running {
+                        handle,
+                        status: if record.status.is_terminal() {
+                            TaskStatus::Working
+                        } else {
+                            record.status
+                        },
+                        poll_interval: record.poll_interval,
+                        answered: record
+                            .answered_inputs
+                            .iter()
+                            .cloned()
+                            .collect::<BTreeSet<_>>(),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// What reaches the server, digested: the same digest means the same server.
+fn identity(config: &ServerConfig) -> String {
+    let what = match config.transport() {
+        Transport::Stdio(stdio) => json!({
+            "stdio": stdio.command,
+            "args": stdio.args,
+            "cwd": stdio.cwd.as_ref().map(|d| d.display().to_string()),
+        }),
+        Transport::Http(http) => json!({"http": http.url}),
+    };
+    arguments_digest(&what)
+}
