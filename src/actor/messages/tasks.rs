@@ -35,6 +35,7 @@ use crate::tasks::TaskStatus;
 ///             let result = sup.send(wait).await??;
 ///             println!("{:?}", result.content);
 ///         }
+///         _ => {}
 ///     }
 ///     Ok(())
 /// }
