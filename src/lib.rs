@@ -226,7 +226,12 @@ pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
+pub use protocol::as_sent::{
+    AsSent, ListedPrompt, ListedResource, ListedResourceTemplate, ListedTool, SentCapabilities,
+    SentImplementation, TaskSupport,
+};
 pub use protocol::jsonrpc::RpcError;
+pub use protocol::pages::{PromptsPage, ResourceTemplatesPage, ResourcesPage, ToolsPage};
 #[cfg(feature = "serde")]
 pub use serialize::ErrorView;
 

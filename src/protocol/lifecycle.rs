@@ -5,13 +5,17 @@
 //! chosen and [`discover`](super::discover) for its `server/discover`. Both end in a
 //! [`Negotiated`]: what the connection speaks and knows of its server.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rmcp::model::{Implementation, InitializeResult, ServerCapabilities, Tool};
+use rmcp::model::{Implementation, InitializeResult, ServerCapabilities};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::Error;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::era::Era;
+use crate::protocol::pages::ToolsPage;
 
 /// The protocol version we offer: the newest revision that still has the `initialize`
 /// handshake. (rmcp's `ProtocolVersion::LATEST` is the stateless 2026-07-28 revision, which has
@@ -93,23 +97,59 @@ pub fn accept_initialize_result(server: &str, result: Value) -> Result<Initializ
         .map_err(|e| Error::invalid_response(server, "initialize", e.to_string()))
 }
 
-/// One page of a `tools/list` answer: the tools and the cursor of the next page.
-pub fn parse_tools_page(server: &str, result: Value) -> Result<(Vec<Tool>, Option<String>), Error> {
-    let page: rmcp::model::ListToolsResult = serde_json::from_value(result)
+/// One page of a `tools/list` answer: the tools, each kept whole, and the cursor of the next
+/// page.
+pub fn parse_tools_page(
+    server: &str,
+    result: Value,
+) -> Result<(Vec<ListedTool>, Option<String>), Error> {
+    let page = ToolsPage::deserialize(result)
         .map_err(|e| Error::invalid_response(server, "tools/list", e.to_string()))?;
-    Ok((page.tools, page.next_cursor.map(|c| c.to_string())))
+    Ok((page.tools, page.next_cursor))
 }
 
-/// The differences between two tool lists, by name: (added, removed).
-pub fn diff_tools(old: &[Tool], new: &[Tool]) -> (Vec<String>, Vec<String>) {
-    let names = |tools: &[Tool]| -> std::collections::BTreeSet<String> {
-        tools.iter().map(|t| t.name.to_string()).collect()
-    };
-    let (old, new) = (names(old), names(new));
-    (
-        new.difference(&old).cloned().collect(),
-        old.difference(&new).cloned().collect(),
-    )
+/// How a tool list differs from the one before it, by name: each list sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolsDiff {
+    /// Tools that appeared.
+    pub added: Vec<String>,
+    /// Tools that disappeared.
+    pub removed: Vec<String>,
+    /// Tools in both lists whose object differs in any member, one rmcp does not know
+    /// (`execution`, a new revision's) included.
+    pub changed: Vec<String>,
+}
+
+impl ToolsDiff {
+    /// The lists are the same.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// The differences between two tool lists. Compares whole objects, so that a changed
+/// description, schema or `execution` is news like a tool that came or went. (A name listed
+/// twice counts as its last entry.)
+pub fn diff_tools(old: &[ListedTool], new: &[ListedTool]) -> ToolsDiff {
+    fn by_name(tools: &[ListedTool]) -> BTreeMap<&str, &ListedTool> {
+        tools.iter().map(|t| (&*t.name, t)).collect()
+    }
+    let (old, new) = (by_name(old), by_name(new));
+    let mut diff = ToolsDiff::default();
+    for (name, tool) in &new {
+        match old.get(name) {
+            None => diff.added.push((*name).to_owned()),
+            Some(before) if before != tool => diff.changed.push((*name).to_owned()),
+            Some(_) => {}
+        }
+    }
+    diff.removed = old
+        .keys()
+        .filter(|name| !new.contains_key(*name))
+        .map(|name| (*name).to_owned())
+        .collect();
+    diff
 }
 
 #[cfg(test)]
@@ -176,11 +216,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(none, None);
-        let (added, removed) = diff_tools(&tools, &more);
+        let diff = diff_tools(&tools, &more);
         assert_eq!(
-            (added, removed),
-            (vec!["b".to_string()], vec!["a".to_string()])
+            (diff.added, diff.removed),
+            (vec!["b".to_owned()], vec!["a".to_owned()])
         );
+        assert!(diff.changed.is_empty());
         assert!(parse_tools_page("s", json!({"tools": 3})).is_err());
+    }
+
+    #[test]
+    fn a_change_in_any_member_is_a_changed_tool() {
+        let page = |tools: Value| parse_tools_page("s", json!({ "tools": tools })).unwrap().0;
+        let tool = |name: &str, extra: Value| {
+            let mut t = json!({"name": name, "inputSchema": {"type": "object"}});
+            if let (Some(t), Some(extra)) = (t.as_object_mut(), extra.as_object()) {
+                t.extend(extra.clone());
+            }
+            t
+        };
+        let before = page(json!([
+            tool("same", json!({"x-future": 1})),
+            tool("unknown", json!({"x-future": 1})),
+            tool(
+                "execution",
+                json!({"execution": {"taskSupport": "forbidden"}})
+            ),
+            tool("schema", json!({}))
+        ]));
+        let after = page(json!([
+            tool("same", json!({"x-future": 1})),
+            tool("unknown", json!({"x-future": 2})),
+            tool(
+                "execution",
+                json!({"execution": {"taskSupport": "optional"}})
+            ),
+            tool(
+                "schema",
+                json!({"inputSchema": {"type": "object", "required": ["a"]}})
+            )
+        ]));
+        let diff = diff_tools(&before, &after);
+        assert_eq!(diff.changed, ["execution", "schema", "unknown"]);
+        assert!(diff.added.is_empty() && diff.removed.is_empty());
+        assert!(diff_tools(&after, &after).is_empty());
     }
 }

@@ -3,12 +3,13 @@
 //! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
 //! why they are not the server's whole list, or `null`).
 
-use rmcp::model::{Implementation, ServerCapabilities, Tool};
+use rmcp::model::{Implementation, ServerCapabilities};
 use serde::{Serialize, Serializer};
 
 use super::{error::ErrorView, millis};
 use crate::actor::status::{Counters, ServerStatus};
 use crate::policy::state::ServerState;
+use crate::protocol::as_sent::ListedTool;
 
 #[derive(Serialize)]
 struct StatusView<'a> {
@@ -21,7 +22,7 @@ struct StatusView<'a> {
     protocol_version: &'a Option<String>,
     capabilities: &'a Option<ServerCapabilities>,
     tool_count: usize,
-    tools: &'a [Tool],
+    tools: &'a [ListedTool],
     tools_truncated: Option<&'a str>,
     subscriptions: &'a [String],
     counters: &'a Counters,

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use rmcp::model::{Implementation, ServerCapabilities, Tool};
+use rmcp::model::{Implementation, ServerCapabilities};
 
 use crate::error::Error;
 use crate::policy::state::ServerState;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::era::Era;
 
 /// Counters of one server, since the supervisor started it. Calls include the supervisor's own
@@ -71,8 +72,11 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     /// The server's capabilities from the last handshake.
     pub capabilities: Option<ServerCapabilities>,
-    /// The cached tool list (all pages), with annotations.
-    pub tools: Vec<Tool>,
+    /// The cached tool list (all pages), each tool whole as the server listed it: its
+    /// [`Tool`](rmcp::model::Tool) fields through `Deref`, every member (`execution`, `_meta`,
+    /// `icons`, those no revision we know has) in [`object`](crate::AsSent::object). Shared
+    /// with the cache, not copied.
+    pub tools: Vec<ListedTool>,
     /// Why [`tools`](Self::tools) is not the server's whole list, if it is not: its pages were
     /// walked to a bound (more than
     /// [`MAX_ITEMS`](crate::protocol::pagination::MAX_ITEMS) tools or
