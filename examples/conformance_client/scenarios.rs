@@ -161,7 +161,7 @@ async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::err
     let declared = status
         .iter()
         .filter_map(|st| st.capabilities.as_ref())
-        .any(skills::declared);
+        .any(|caps| skills::declared(caps));
     if !declared {
         return Err("the server does not declare the Skills extension".into());
     }

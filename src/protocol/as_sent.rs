@@ -137,6 +137,18 @@ impl<T: Clone> AsSent<T> {
     }
 }
 
+/// No capabilities: `{}`, as a server that announced none.
+impl Default for AsSent<ServerCapabilities> {
+    fn default() -> Self {
+        AsSent {
+            inner: Arc::new(Inner {
+                typed: ServerCapabilities::default(),
+                object: Map::new(),
+            }),
+        }
+    }
+}
+
 impl<T> Deref for AsSent<T> {
     type Target = T;
 

@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rmcp::model::{Implementation, InitializeResult, ServerCapabilities};
+use rmcp::model::InitializeResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::Error;
-use crate::protocol::as_sent::ListedTool;
+use crate::protocol::as_sent::{AsSent, ListedTool, SentCapabilities, SentImplementation};
 use crate::protocol::era::Era;
 use crate::protocol::pages::ToolsPage;
 
@@ -34,28 +34,16 @@ pub struct Negotiated {
     pub era: Era,
     /// The protocol version in use.
     pub version: String,
-    /// The server's identity (optional in the modern era).
-    pub server_info: Option<Implementation>,
-    /// The server's capabilities.
-    pub capabilities: ServerCapabilities,
+    /// The server's identity (optional in the modern era), as it sent it.
+    pub server_info: Option<SentImplementation>,
+    /// The server's capabilities, as it sent them (those rmcp has no field for included, such
+    /// as 2025-11-25's `tasks`).
+    pub capabilities: SentCapabilities,
     /// How to use the server, for people and models.
     pub instructions: Option<String>,
     /// Modern era: how long the discovery answer may be reused. `None` for a handshake, which
     /// belongs to its connection.
     pub fresh_for: Option<Duration>,
-}
-
-impl From<InitializeResult> for Negotiated {
-    fn from(init: InitializeResult) -> Self {
-        Negotiated {
-            era: Era::Legacy,
-            version: init.protocol_version.to_string(),
-            server_info: Some(init.server_info),
-            capabilities: init.capabilities,
-            instructions: init.instructions,
-            fresh_for: None,
-        }
-    }
 }
 
 /// Who we are, as `clientInfo` (handshake) or `io.modelcontextprotocol/clientInfo` (modern).
@@ -76,8 +64,8 @@ pub fn initialize_params(client_capabilities: &Value) -> Value {
 }
 
 /// Checks the server's `initialize` result: it must parse, and its protocol version must be one
-/// we speak.
-pub fn accept_initialize_result(server: &str, result: Value) -> Result<InitializeResult, Error> {
+/// we speak. Its `capabilities` and `serverInfo` are kept whole.
+pub fn accept_initialize_result(server: &str, mut result: Value) -> Result<Negotiated, Error> {
     // Check the version before the shape: a server of an unknown revision may well answer in a
     // shape we cannot parse, and the version is the more useful error.
     let version = result
@@ -93,8 +81,27 @@ pub fn accept_initialize_result(server: &str, result: Value) -> Result<Initializ
             ));
         }
     }
-    serde_json::from_value(result)
-        .map_err(|e| Error::invalid_response(server, "initialize", e.to_string()))
+    let invalid =
+        |e: serde_json::Error| Error::invalid_response(server, "initialize", e.to_string());
+    let init = InitializeResult::deserialize(&result).map_err(invalid)?;
+    // Parsed, so both are there; kept whole beside their typed forms.
+    let mut whole = |key: &str| match result.get_mut(key).map(Value::take) {
+        Some(Value::Object(object)) => Ok(object),
+        _ => Err(Error::invalid_response(
+            server,
+            "initialize",
+            format!("{key} is not an object"),
+        )),
+    };
+    let (capabilities, server_info) = (whole("capabilities")?, whole("serverInfo")?);
+    Ok(Negotiated {
+        era: Era::Legacy,
+        version: init.protocol_version.to_string(),
+        server_info: Some(AsSent::from_object(server_info).map_err(invalid)?),
+        capabilities: AsSent::from_object(capabilities).map_err(invalid)?,
+        instructions: init.instructions,
+        fresh_for: None,
+    })
 }
 
 /// One page of a `tools/list` answer: the tools, each kept whole, and the cursor of the next
@@ -178,9 +185,28 @@ mod tests {
     fn accepts_every_handshake_revision() {
         for v in SUPPORTED_PROTOCOL_VERSIONS {
             let r = accept_initialize_result("s", init_result(v)).unwrap();
-            assert_eq!(r.protocol_version.to_string(), *v);
-            assert_eq!(r.server_info.name, "demo");
+            assert_eq!(r.version, *v);
+            assert_eq!(
+                r.server_info.map(|i| i.name.clone()).as_deref(),
+                Some("demo")
+            );
         }
+    }
+
+    #[test]
+    fn capabilities_and_server_info_are_kept_whole() {
+        let tasks = json!({"requests": {"tools": {"call": {}}}, "list": {}});
+        let mut result = init_result("2025-11-25");
+        result["capabilities"]["tasks"] = tasks.clone();
+        result["serverInfo"]["x-build"] = json!("1234");
+        let negotiated = accept_initialize_result("s", result).unwrap();
+        assert!(negotiated.capabilities.tools.is_some(), "typed");
+        assert_eq!(negotiated.capabilities.object()["tasks"], tasks);
+        let info = negotiated.server_info.unwrap();
+        assert_eq!(
+            (info.name.as_str(), &info.object()["x-build"]),
+            ("demo", &json!("1234"))
+        );
     }
 
     #[test]

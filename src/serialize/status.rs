@@ -3,13 +3,12 @@
 //! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
 //! why they are not the server's whole list, or `null`).
 
-use rmcp::model::{Implementation, ServerCapabilities};
 use serde::{Serialize, Serializer};
 
 use super::{error::ErrorView, millis};
 use crate::actor::status::{Counters, ServerStatus};
 use crate::policy::state::ServerState;
-use crate::protocol::as_sent::ListedTool;
+use crate::protocol::as_sent::{ListedTool, SentCapabilities, SentImplementation};
 
 #[derive(Serialize)]
 struct StatusView<'a> {
@@ -17,10 +16,10 @@ struct StatusView<'a> {
     transport: &'a str,
     state: &'a ServerState,
     in_state_for_ms: u64,
-    server_info: &'a Option<Implementation>,
+    server_info: &'a Option<SentImplementation>,
     era: Option<&'static str>,
     protocol_version: &'a Option<String>,
-    capabilities: &'a Option<ServerCapabilities>,
+    capabilities: &'a Option<SentCapabilities>,
     tool_count: usize,
     tools: &'a [ListedTool],
     tools_truncated: Option<&'a str>,
