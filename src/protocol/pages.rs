@@ -1,5 +1,5 @@
 //! One page of a list (`tools/list`, `resources/list`, `resources/templates/list`,
-//! `prompts/list`) with its items kept whole ([`AsSent`]): the answers of
+//! `prompts/list`) with its items kept whole ([`AsSent`](super::as_sent::AsSent)): the answers of
 //! [`ListTools`](crate::ListTools), [`ListResources`](crate::ListResources),
 //! [`ListResourceTemplates`](crate::ListResourceTemplates) and [`ListPrompts`](crate::ListPrompts).
 //! rmcp's page types would drop every member of an item that they do not know.

@@ -1,7 +1,9 @@
 //! [`ServerStatus`] as JSON: every field under its own name, `in_state_for` as
 //! `in_state_for_ms`, the era as its name, the last error as an
 //! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
-//! why they are not the server's whole list, or `null`).
+//! why they are not the server's whole list, or `null`). The tools, `capabilities` and
+//! `server_info` are the objects the server sent, every member included
+//! ([`AsSent`](crate::AsSent)).
 
 use serde::{Serialize, Serializer};
 
