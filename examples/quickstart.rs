@@ -304,9 +304,13 @@ impl Handler<ServerEvent> for Console {
                 server,
                 added,
                 removed,
+                changed,
             } => say(
                 self.start,
-                format!("{server}: tools changed: added {added:?}, removed {removed:?}"),
+                format!(
+                    "{server}: tools changed: added {added:?}, removed {removed:?}, \
+                     changed {changed:?}"
+                ),
             ),
             ServerEvent::ResourceUpdated { server, uri } => {
                 say(self.start, format!("{server}: resource updated: {uri}"))

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use actix_rt::ArbiterHandle;
-use rmcp::model::{CallToolResult, ReadResourceResult, Tool};
+use rmcp::model::{CallToolResult, ReadResourceResult};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -28,6 +28,7 @@ use crate::actor::status::ServerStatus;
 use crate::actor::supervisor::{actix_runs_here, Supervisor, SupervisorBuilder};
 use crate::config::ServerConfig;
 use crate::error::Error;
+use crate::protocol::as_sent::ListedTool;
 
 /// The events an [`EventStream`] holds that its reader has not taken yet. When it is full, the
 /// supervisor's own per-subscriber queue takes over: state changes are kept (coalesced), other
@@ -283,12 +284,13 @@ impl McpClient {
     }
 
     /// The server's tools as the supervisor keeps them (every page, refreshed when the server
-    /// says they changed): no request to the server.
+    /// says they changed), each whole as the server listed it ([`ListedTool`]): no request to
+    /// the server.
     ///
     /// # Errors
     ///
     /// `server_not_found` for a name the supervisor does not know.
-    pub async fn tools(&self, server: &str) -> Result<Vec<Tool>, Error> {
+    pub async fn tools(&self, server: &str) -> Result<Vec<ListedTool>, Error> {
         let mut statuses = self.status_of(server).await?;
         Ok(statuses.pop().map(|s| s.tools).unwrap_or_default())
     }

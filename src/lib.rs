@@ -92,7 +92,9 @@
 //!   [`codec`](protocol::codec) bounded line framing, [`sse`](protocol::sse) bounded
 //!   Server-Sent Events parsing, [`lifecycle`](protocol::lifecycle) the handshake (the seam for
 //!   future protocol revisions), [`pagination`](protocol::pagination) the bounded walk of a
-//!   list's cursors, [`text`](protocol::text) escaping and bounding server text; and for the
+//!   list's cursors, [`as_sent`](protocol::as_sent) a server's object kept whole beside its
+//!   rmcp type ([`ListedTool`], [`TaskSupport`]), [`pages`](protocol::pages) the pages of the
+//!   list calls, [`text`](protocol::text) escaping and bounding server text; and for the
 //!   stateless 2026-07-28 revision [`era`](protocol::era) (which era, and what a probe's answer
 //!   means), [`discover`](protocol::discover), [`meta`](protocol::meta) (every request's
 //!   `_meta`), [`mrtr`](protocol::mrtr) (results that ask for input),
@@ -248,7 +250,12 @@ pub use error::{Error, ErrorKind};
 pub use policy::backoff::Backoff;
 pub use policy::retry::RetryPolicy;
 pub use policy::state::ServerState;
+pub use protocol::as_sent::{
+    AsSent, ListedPrompt, ListedResource, ListedResourceTemplate, ListedTool, SentCapabilities,
+    SentImplementation, TaskSupport,
+};
 pub use protocol::jsonrpc::RpcError;
+pub use protocol::pages::{PromptsPage, ResourceTemplatesPage, ResourcesPage, ToolsPage};
 #[cfg(feature = "serde")]
 pub use serialize::ErrorView;
 pub use tasks::{TaskHandle, TaskStatus};

@@ -10,9 +10,8 @@ use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::skills::{self, SkillResources};
 use mcp_supervisor::{
     CallTool, ErrorKind, GetPrompt, GetStatus, ListPrompts, ListResources, ListSkills, ListTools,
-    LoadSkill, ReadResource, ReadSkillFile, Supervisor,
+    ListedTool, LoadSkill, ReadResource, ReadSkillFile, Supervisor,
 };
-use rmcp::model::Tool;
 use serde_json::{json, Value};
 
 /// The server's name in the supervisor.
@@ -25,7 +24,7 @@ pub struct Session {
     /// The running supervisor, with the one server Ready.
     pub sup: Addr<Supervisor>,
     /// The server's tools as the supervisor cached them.
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ListedTool>,
     /// `MCP_CONFORMANCE_CONTEXT`, parsed (`null` when unset).
     pub context: Value,
 }
@@ -162,7 +161,7 @@ async fn list_skills(s: &Session) -> Result<Vec<skills::Skill>, Box<dyn std::err
     let declared = status
         .iter()
         .filter_map(|st| st.capabilities.as_ref())
-        .any(skills::declared);
+        .any(|caps| skills::declared(caps));
     if !declared {
         return Err("the server does not declare the Skills extension".into());
     }

@@ -2,13 +2,13 @@
 //! (`protocol::era`): the server chooses every byte.
 //!
 //! A result is accepted only when it is an object whose `supportedVersions` is a list of
-//! strings and whose `capabilities` (when given) are `ServerCapabilities`; what is accepted
-//! says what the server sent: the capabilities and identity as they deserialize, `ttlMs`
+//! strings and whose `capabilities` (when given) are an object of `ServerCapabilities`; what
+//! is accepted says what the server sent: the capabilities and identity whole (every member,
+//! rmcp's type knows it or not) and as they deserialize, `ttlMs`
 //! clamped to `0..=MAX_TTL`, `cacheScope` `public` only when it says so. Server text that is
 //! kept to be shown (the versions, `instructions`) is escaped and bounded, and so is a refusal's
 //! message. Written back as a result, what was accepted parses into the same thing.
 
-use mcp_supervisor::model::{Implementation, ServerCapabilities};
 use mcp_supervisor::protocol::discover::{
     parse_discover_result, Discovered, MAX_TTL, SERVER_INFO_KEY,
 };
@@ -16,6 +16,7 @@ use mcp_supervisor::protocol::era::{named_versions, supported_versions, MAX_NAME
 use mcp_supervisor::protocol::jsonrpc::RpcError;
 use mcp_supervisor::protocol::lifecycle::SUPPORTED_PROTOCOL_VERSIONS;
 use mcp_supervisor::protocol::text::{server_text, SERVER_TEXT_LIMIT};
+use mcp_supervisor::{SentCapabilities, SentImplementation};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -60,15 +61,20 @@ pub fn check_discover_result(result: &Value) {
     check_named_versions(&discovered.supported_versions);
 
     let capabilities = match object.get("capabilities") {
-        None | Some(Value::Null) => ServerCapabilities::default(),
+        None | Some(Value::Null) => SentCapabilities::default(),
         Some(caps) => serde_json::from_value(caps.clone()).expect("accepted capabilities parse"),
     };
     assert_eq!(discovered.capabilities, capabilities);
+    assert_eq!(discovered.capabilities.typed(), capabilities.typed());
+    if let Some(Value::Object(sent)) = object.get("capabilities") {
+        assert_eq!(discovered.capabilities.object(), sent, "kept whole");
+    }
     let info = object
         .get("_meta")
         .and_then(|meta| meta.get(SERVER_INFO_KEY))
         .or_else(|| object.get("serverInfo"));
-    let info: Option<Implementation> = info.and_then(|i| serde_json::from_value(i.clone()).ok());
+    let info: Option<SentImplementation> =
+        info.and_then(|i| serde_json::from_value(i.clone()).ok());
     assert_eq!(discovered.server_info, info);
 
     match (object.get("instructions"), &discovered.instructions) {

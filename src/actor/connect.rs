@@ -11,13 +11,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tracing::{field, Instrument};
 
 use crate::actor::server_requests::ServerRequests;
 use crate::config::{HttpMode, Settings, Transport};
 use crate::error::Error;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::era::Era;
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds};
 use crate::protocol::lifecycle::Negotiated;
@@ -413,7 +413,7 @@ impl Handshake<'_> {
         ))
     }
 
-    async fn list_tools(&mut self) -> Result<pagination::Listed<Tool>, Error> {
+    async fn list_tools(&mut self) -> Result<pagination::Listed<ListedTool>, Error> {
         let server = self.attempt.server.clone();
         let listed = pagination::list_all_tools(&server, async |params| {
             self.request("tools/list", params).await

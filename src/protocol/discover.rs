@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
-use rmcp::model::{Implementation, ServerCapabilities};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
+use crate::protocol::as_sent::{SentCapabilities, SentImplementation};
 use crate::protocol::era::{named_versions, Era};
 use crate::protocol::lifecycle::Negotiated;
 
@@ -28,10 +28,10 @@ pub struct Discovered {
     /// The versions the server speaks, as it listed them, escaped and bounded
     /// ([`named_versions`]).
     pub supported_versions: Vec<String>,
-    /// Its capabilities.
-    pub capabilities: ServerCapabilities,
-    /// Its identity, when it gave one.
-    pub server_info: Option<Implementation>,
+    /// Its capabilities, as it sent them.
+    pub capabilities: SentCapabilities,
+    /// Its identity, when it gave one, as it sent it.
+    pub server_info: Option<SentImplementation>,
     /// How to use it, for people and models.
     pub instructions: Option<String>,
     /// How long this answer may be reused (`ttlMs`; 0 when absent or negative).
@@ -75,7 +75,7 @@ pub fn parse_discover_result(server: &str, result: &Value) -> Result<Discovered,
         .ok_or_else(|| invalid("supportedVersions holds something other than strings"))?;
     let supported_versions = named_versions(supported_versions);
     let capabilities = match object.get("capabilities") {
-        None | Some(Value::Null) => ServerCapabilities::default(),
+        None | Some(Value::Null) => SentCapabilities::default(),
         Some(caps) => serde_json::from_value(caps.clone())
             .map_err(|e| invalid(&format!("capabilities: {e}")))?,
     };
@@ -120,16 +120,22 @@ mod tests {
             &json!({
                 "resultType": "complete",
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"tools": {"listChanged": true}, "x-future": {"on": true}},
                 "ttlMs": 60000,
                 "cacheScope": "public",
-                "_meta": {SERVER_INFO_KEY: {"name": "demo", "version": "1"}}
+                "_meta": {SERVER_INFO_KEY: {"name": "demo", "version": "1", "x-build": 7}}
             }),
         )
         .unwrap();
         assert_eq!(got.supported_versions, ["2026-07-28"]);
         assert!(got.capabilities.tools.is_some());
-        assert_eq!(got.server_info.map(|i| i.name).as_deref(), Some("demo"));
+        // What rmcp's types have no field for is kept too.
+        assert_eq!(got.capabilities.object()["x-future"], json!({"on": true}));
+        let info = got.server_info.unwrap();
+        assert_eq!(
+            (info.name.as_str(), &info.object()["x-build"]),
+            ("demo", &json!(7))
+        );
         assert_eq!(got.ttl, Duration::from_secs(60));
         assert_eq!(got.cache_scope, "public");
     }
@@ -142,7 +148,10 @@ mod tests {
             &json!({"supportedVersions": ["2026-07-28"], "serverInfo": {"name": "x", "version": "0"}}),
         )
         .unwrap();
-        assert_eq!(got.server_info.map(|i| i.name).as_deref(), Some("x"));
+        assert_eq!(
+            got.server_info.map(|i| i.name.clone()).as_deref(),
+            Some("x")
+        );
         assert_eq!(got.ttl, Duration::ZERO);
         assert_eq!(got.cache_scope, "private");
         let negative = parse_discover_result(

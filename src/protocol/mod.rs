@@ -1,5 +1,6 @@
 //! The wire protocol, pure: no actix, no IO.
 
+pub mod as_sent;
 pub mod codec;
 pub mod discover;
 pub mod era;
@@ -8,6 +9,7 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod meta;
 pub mod mrtr;
+pub mod pages;
 pub mod pagination;
 pub mod response;
 pub mod sse;

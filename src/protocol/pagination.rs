@@ -10,10 +10,10 @@
 
 use std::collections::HashSet;
 
-use rmcp::model::Tool;
 use serde_json::{json, Value};
 
 use crate::error::Error;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::lifecycle;
 
 /// Pages fetched at most for one list.
@@ -32,8 +32,9 @@ pub struct Listed<T> {
 }
 
 /// Fetches every page of `tools/list` with `fetch` (given each page's params), within the
-/// bounds above. An error fetching or parsing a page is returned as is.
-pub async fn list_all_tools<F>(server: &str, mut fetch: F) -> Result<Listed<Tool>, Error>
+/// bounds above. Each tool is kept whole ([`ListedTool`]): the members rmcp's `Tool` does not
+/// know are bounded as the page's text was, by `max_message_bytes`. An error fetching or parsing a page is returned as is.
+pub async fn list_all_tools<F>(server: &str, mut fetch: F) -> Result<Listed<ListedTool>, Error>
 where
     F: AsyncFnMut(Option<Value>) -> Result<Value, Error>,
 {

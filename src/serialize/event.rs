@@ -20,6 +20,7 @@ enum EventView<'a> {
         server: &'a str,
         added: &'a [String],
         removed: &'a [String],
+        changed: &'a [String],
     },
     ResourceUpdated {
         server: &'a str,
@@ -79,10 +80,12 @@ impl Serialize for ServerEvent {
                 server,
                 added,
                 removed,
+                changed,
             } => EventView::ToolsChanged {
                 server,
                 added,
                 removed,
+                changed,
             },
             ServerEvent::ResourceUpdated { server, uri } => {
                 EventView::ResourceUpdated { server, uri }

@@ -1,14 +1,16 @@
 //! [`ServerStatus`] as JSON: every field under its own name, `in_state_for` as
 //! `in_state_for_ms`, the era as its name, the last error as an
 //! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
-//! why they are not the server's whole list, or `null`).
+//! why they are not the server's whole list, or `null`). The tools, `capabilities` and
+//! `server_info` are the objects the server sent, every member included
+//! ([`AsSent`](crate::AsSent)).
 
-use rmcp::model::{Implementation, ServerCapabilities, Tool};
 use serde::{Serialize, Serializer};
 
 use super::{error::ErrorView, millis};
 use crate::actor::status::{Counters, ServerStatus};
 use crate::policy::state::ServerState;
+use crate::protocol::as_sent::{ListedTool, SentCapabilities, SentImplementation};
 
 #[derive(Serialize)]
 struct StatusView<'a> {
@@ -16,12 +18,12 @@ struct StatusView<'a> {
     transport: &'a str,
     state: &'a ServerState,
     in_state_for_ms: u64,
-    server_info: &'a Option<Implementation>,
+    server_info: &'a Option<SentImplementation>,
     era: Option<&'static str>,
     protocol_version: &'a Option<String>,
-    capabilities: &'a Option<ServerCapabilities>,
+    capabilities: &'a Option<SentCapabilities>,
     tool_count: usize,
-    tools: &'a [Tool],
+    tools: &'a [ListedTool],
     tools_truncated: Option<&'a str>,
     subscriptions: &'a [String],
     counters: &'a Counters,

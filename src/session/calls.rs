@@ -11,13 +11,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::Tool;
 use serde_json::Value;
 
 use crate::config::Settings;
 use crate::error::Error;
 use crate::policy::retry::ToolHints;
 use crate::policy::state::ServerState;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::jsonrpc::{Id, RequestIds, RpcError};
 use crate::protocol::response::{RawResult, Reparsed};
 use crate::protocol::text::server_text;
@@ -318,7 +318,7 @@ impl CallTable {
     /// (see [`outcome::decide`]). Only the calls in `only` (request ids), when given. `tools`
     /// is the cached tool list, whose annotations a trusted server's `tools/call` may be
     /// re-sent on.
-    pub fn settle(&mut self, error: &Error, only: Option<&[u64]>, tools: &[Tool]) {
+    pub fn settle(&mut self, error: &Error, only: Option<&[u64]>, tools: &[ListedTool]) {
         let mut in_flight: Vec<u64> = self
             .calls
             .iter()
@@ -698,7 +698,7 @@ impl CallTable {
 }
 
 /// The annotations of cached tool `name`, if it has any.
-fn tool_hints(tools: &[Tool], name: &str) -> Option<ToolHints> {
+fn tool_hints(tools: &[ListedTool], name: &str) -> Option<ToolHints> {
     let tool = tools.iter().find(|t| t.name == name)?;
     let annotations = tool.annotations.as_ref()?;
     Some(ToolHints {

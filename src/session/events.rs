@@ -26,6 +26,9 @@ pub enum ServerEvent {
         added: Vec<String>,
         /// Tools that disappeared.
         removed: Vec<String>,
+        /// Tools still listed whose object changed in any member: description, schema,
+        /// annotations, `execution`, or one this version does not know.
+        changed: Vec<String>,
     },
     /// A subscribed resource changed (`notifications/resources/updated`).
     ResourceUpdated {

@@ -38,7 +38,6 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Settings, Transport};
@@ -46,6 +45,7 @@ use crate::error::{Error, ErrorKind};
 use crate::policy::deadline::saturating_add;
 use crate::policy::retry::RetryPolicy;
 use crate::policy::state::{Action, ConnectionMachine, Event, MachinePolicy, ServerState};
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::era::{judge_initialize_error, Era};
 use crate::protocol::jsonrpc::{self, Id, Inbound, RequestIds, RpcError};
 use crate::protocol::lifecycle::Negotiated;
@@ -152,7 +152,7 @@ pub(crate) struct Opened {
     /// The server answered a request of the opening with a result (see [`era`]: a connection
     /// nothing was answered on proves nothing about a discovery).
     pub answered: bool,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ListedTool>,
     /// Why `tools` is not the server's whole list, if it is not.
     pub tools_cut: Option<String>,
     /// Notifications that arrived during the handshake.
@@ -1180,7 +1180,7 @@ impl Session {
     // ----- the tool list -----
 
     /// The tool list fetched after [`Command::RefreshTools`].
-    pub fn tools_refreshed(&mut self, result: Result<Listed<Tool>, Error>, now: Instant) {
+    pub fn tools_refreshed(&mut self, result: Result<Listed<ListedTool>, Error>, now: Instant) {
         match result {
             Ok(listed) => {
                 if let Some(event) = self.tools.replace(&self.name, listed, true) {

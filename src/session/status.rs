@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use rmcp::model::{Implementation, ServerCapabilities, Tool};
-
 use crate::error::Error;
 use crate::policy::state::ServerState;
+use crate::protocol::as_sent::{ListedTool, SentCapabilities, SentImplementation};
 use crate::protocol::era::Era;
 
 /// Counters of one server, since the supervisor started it. Calls include the supervisor's own
@@ -63,16 +62,22 @@ pub struct ServerStatus {
     pub in_state_for: Duration,
     /// The server's identity from the last opening (`serverInfo`; optional in the 2026-07-28
     /// revision).
-    pub server_info: Option<Implementation>,
+    pub server_info: Option<SentImplementation>,
     /// The protocol era of the last opening: the `initialize` handshake (legacy) or the
     /// stateless 2026-07-28 revision (modern).
     pub era: Option<Era>,
     /// The protocol version in use since the last opening.
     pub protocol_version: Option<String>,
-    /// The server's capabilities from the last handshake.
-    pub capabilities: Option<ServerCapabilities>,
-    /// The cached tool list (all pages), with annotations.
-    pub tools: Vec<Tool>,
+    /// The server's capabilities from the last handshake, as it sent them: rmcp's
+    /// [`ServerCapabilities`](rmcp::model::ServerCapabilities) through `Deref`, and every member
+    /// (2025-11-25's `tasks`, for one, which it has no field for) in
+    /// [`object`](crate::AsSent::object).
+    pub capabilities: Option<SentCapabilities>,
+    /// The cached tool list (all pages), each tool whole as the server listed it: its
+    /// [`Tool`](rmcp::model::Tool) fields through `Deref`, every member (`execution`, `_meta`,
+    /// `icons`, those no revision we know has) in [`object`](crate::AsSent::object). Shared
+    /// with the cache, not copied.
+    pub tools: Vec<ListedTool>,
     /// Why [`tools`](Self::tools) is not the server's whole list, if it is not: its pages were
     /// walked to a bound (more than
     /// [`MAX_ITEMS`](crate::protocol::pagination::MAX_ITEMS) tools or

@@ -7,9 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::Tool;
-
 use crate::policy::deadline::saturating_add;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::lifecycle;
 use crate::protocol::pagination::Listed;
 use crate::session::events::ServerEvent;
@@ -32,7 +31,7 @@ enum Refresh {
 /// The tool list of one server and its refresh.
 #[derive(Debug, Default)]
 pub(crate) struct ToolCache {
-    list: Vec<Tool>,
+    list: Vec<ListedTool>,
     /// Why the list is not the server's whole list, if it is not.
     cut: Option<String>,
     refresh: Refresh,
@@ -40,7 +39,7 @@ pub(crate) struct ToolCache {
 
 impl ToolCache {
     /// The cached list.
-    pub fn list(&self) -> &[Tool] {
+    pub fn list(&self) -> &[ListedTool] {
         &self.list
     }
 
@@ -51,21 +50,24 @@ impl ToolCache {
     }
 
     /// Replaces the list with what the server listed; the difference is an event when
-    /// `report` (not on the first handshake).
+    /// `report` (not on the first handshake). Tools are compared whole, so a tool that changed
+    /// in any member (one rmcp does not know included) is reported as changed.
     pub fn replace(
         &mut self,
         server: &str,
-        listed: Listed<Tool>,
+        listed: Listed<ListedTool>,
         report: bool,
     ) -> Option<ServerEvent> {
         let Listed { items: tools, cut } = listed;
-        let (added, removed) = lifecycle::diff_tools(&self.list, &tools);
+        let diff = report.then(|| lifecycle::diff_tools(&self.list, &tools));
         self.list = tools;
         self.cut = cut;
-        (report && (!added.is_empty() || !removed.is_empty())).then(|| ServerEvent::ToolsChanged {
+        let diff = diff.filter(|d| !d.is_empty())?;
+        Some(ServerEvent::ToolsChanged {
             server: server.to_owned(),
-            added,
-            removed,
+            added: diff.added,
+            removed: diff.removed,
+            changed: diff.changed,
         })
     }
 

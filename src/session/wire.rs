@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use rmcp::model::Tool;
 use serde_json::{json, Value};
 
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::era::Era;
 use crate::protocol::headers::{self, ParamBinding};
 use crate::protocol::jsonrpc;
@@ -157,7 +157,7 @@ impl Wire {
     /// The tool list as it is to be cached, and kept for mirroring arguments into headers:
     /// over modern HTTP, a tool whose `x-mcp-header` annotations are invalid cannot be called
     /// correctly and is left out (the revision says so), with a WARN naming it and why.
-    pub fn accept_tools(&mut self, server: &str, tools: Vec<Tool>) -> Vec<Tool> {
+    pub fn accept_tools(&mut self, server: &str, tools: Vec<ListedTool>) -> Vec<ListedTool> {
         let Some(modern) = self.modern.as_mut().filter(|m| m.http) else {
             return tools;
         };
@@ -191,7 +191,7 @@ mod tests {
         RequestMeta::new("2026-07-28", &json!({}), None)
     }
 
-    fn tool(name: &str, schema: Value) -> Tool {
+    fn tool(name: &str, schema: Value) -> ListedTool {
         serde_json::from_value(json!({"name": name, "inputSchema": schema})).unwrap()
     }
 

@@ -278,6 +278,7 @@ mod tests {
                 server: "fs".into(),
                 added: vec!["SECRET-tool".into()],
                 removed: Vec::new(),
+                changed: vec!["SECRET-changed".into()],
             },
             ServerEvent::ResourceUpdated {
                 server: "fs".into(),

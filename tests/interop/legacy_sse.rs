@@ -42,7 +42,7 @@ async fn kill_and_restart_is_survived(config: impl FnOnce(String) -> ServerConfi
     let st = status(&sup, "ts-sse").await;
     assert_eq!(st.transport, "sse");
     assert_eq!(
-        st.server_info.map(|i| i.name).as_deref(),
+        st.server_info.map(|i| i.name.clone()).as_deref(),
         Some("ts-sdk-v1-sse")
     );
 

@@ -248,6 +248,7 @@ async fn notifications_reach_subscribers_and_refresh_tools() {
             server: "demo".into(),
             added: vec!["extra".into()],
             removed: vec![],
+            changed: vec![],
         }
     );
     assert_eq!(status(&sup, "demo").await.tool_count(), 11);

@@ -492,6 +492,45 @@ fn a_tool_list_cut_short_is_said_by_status_and_tools() {
     assert_eq!(lines[3], json!({"server": "cut", "tools_truncated": why}));
 }
 
+/// A tool is printed as the server listed it: `tools --json` keeps the members rmcp's `Tool`
+/// does not know (`execution`, and one no revision has yet) and those it does (`_meta`, an
+/// icon's unknown member) alike, and `tools` shows whether it may run as a task.
+#[test]
+fn tools_json_prints_every_member_the_server_listed() {
+    let listed = json!({
+        "name": "report",
+        "description": "Builds the report.",
+        "inputSchema": {"type": "object"},
+        "execution": {"taskSupport": "optional"},
+        "_meta": {"io.example/owner": "ops"},
+        "icons": [{"src": "https://example.com/r.png", "x-theme": "dark"}],
+        "x-future": {"level": 3, "tags": ["a"]}
+    });
+    let script = json!({"rules": [
+        {"method": "tools/list", "do": [{"reply": {"tools": [listed]}}]}
+    ]});
+    let env = format!("HOSTILE_SCRIPT={script}");
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--name", "future", "--env", &env, "--stdio", "--", HOSTILE]);
+        mcpctl(&all)
+    };
+
+    let out = run(&["tools", "--json"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        json_lines(&out),
+        [json!({"server": "future", "tool": listed})]
+    );
+
+    let out = run(&["tools"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("  report  task optional  Builds the report.\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn usage_and_configuration_errors_exit_2() {
     let dir = common::tempdir();

@@ -407,16 +407,14 @@ impl Handshake<'_> {
                 version: Some(version.to_owned()),
             });
         }
-        let init = lifecycle::accept_initialize_result(&self.attempt.server, result)?;
+        let negotiated = lifecycle::accept_initialize_result(&self.attempt.server, result)?;
         self.wire = Wire::legacy(self.link.clone());
         self.connection.outbound.send(jsonrpc::notification_line(
             "notifications/initialized",
             None,
         ));
-        self.connection
-            .closer
-            .initialized(&init.protocol_version.to_string());
-        Ok(Tried::Open(Box::new(init.into())))
+        self.connection.closer.initialized(&negotiated.version);
+        Ok(Tried::Open(Box::new(negotiated)))
     }
 
     /// Why the era is not `left`, the one tried first, if the server spoke `left` last time

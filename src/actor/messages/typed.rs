@@ -126,9 +126,20 @@ typed_call! {
 }
 
 typed_call! {
-    /// `tools/list`: one page of the server's tools (the supervisor's cached list, with all
-    /// pages, is in [`ServerStatus`](crate::ServerStatus)).
-    ListTools => rmcp::model::ListToolsResult, "tools/list",
+    /// `tools/list`: one page of the server's tools, each whole as the server listed it (the
+    /// supervisor's cached list, with all pages, is in [`ServerStatus`](crate::ServerStatus)).
+    ///
+    /// ```no_run
+    /// # async fn f(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_supervisor::ListTools;
+    ///
+    /// let page = sup.send(ListTools::new("fs")).await??;
+    /// for tool in &page.tools {
+    ///     println!("{} ({}): {}", tool.name, tool.task_support().name(), tool.object().len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ListTools => crate::protocol::pages::ToolsPage, "tools/list",
     fields {
         /// Cursor of the page to fetch.
         cursor: Option<String> = None,
@@ -146,8 +157,9 @@ impl ListTools {
 }
 
 typed_call! {
-    /// `resources/list`: one page of the server's resources.
-    ListResources => rmcp::model::ListResourcesResult, "resources/list",
+    /// `resources/list`: one page of the server's resources, each whole as the server listed
+    /// it.
+    ListResources => crate::protocol::pages::ResourcesPage, "resources/list",
     fields {
         /// Cursor of the page to fetch.
         cursor: Option<String> = None,
@@ -168,7 +180,7 @@ typed_call! {
     /// let next = ListResourceTemplates::new("fs").cursor("page-2");
     /// # let _ = (first, next);
     /// ```
-    ListResourceTemplates => rmcp::model::ListResourceTemplatesResult, "resources/templates/list",
+    ListResourceTemplates => crate::protocol::pages::ResourceTemplatesPage, "resources/templates/list",
     fields {
         /// Cursor of the page to fetch.
         cursor: Option<String> = None,
@@ -197,8 +209,8 @@ typed_call! {
 }
 
 typed_call! {
-    /// `prompts/list`: one page of the server's prompts.
-    ListPrompts => rmcp::model::ListPromptsResult, "prompts/list",
+    /// `prompts/list`: one page of the server's prompts, each whole as the server listed it.
+    ListPrompts => crate::protocol::pages::PromptsPage, "prompts/list",
     fields {
         /// Cursor of the page to fetch.
         cursor: Option<String> = None,

@@ -88,10 +88,16 @@ impl EventPrinter {
                     None => format!("{now}: {message}"),
                 }
             }
-            ServerEvent::ToolsChanged { added, removed, .. } => {
+            ServerEvent::ToolsChanged {
+                added,
+                removed,
+                changed,
+                ..
+            } => {
                 let added = added.iter().map(|t| format!("+{t}"));
                 let removed = removed.iter().map(|t| format!("-{t}"));
-                let all: Vec<String> = added.chain(removed).collect();
+                let changed = changed.iter().map(|t| format!("~{t}"));
+                let all: Vec<String> = added.chain(removed).chain(changed).collect();
                 format!("tools changed: {}", server_text(&all.join(" ")))
             }
             ServerEvent::ResourceUpdated { uri, .. } => {

@@ -11,7 +11,7 @@ use actix::Handler;
 use mcp_supervisor::protocol::jsonrpc::codes::METHOD_NOT_FOUND;
 use mcp_supervisor::protocol::text::server_text;
 use mcp_supervisor::{
-    Error, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
+    AsSent, Error, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ReadResource,
     ServerStatus, Supervisor, TypedCall,
 };
 use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Role};
@@ -136,12 +136,13 @@ impl Session {
         self.show_list(server, "prompt", pages, prompt_line)
     }
 
-    /// Prints a fetched list: one JSON line per item, or a heading and a line per item.
-    fn show_list<T: Serialize>(
+    /// Prints a fetched list: one JSON line per item (the item as the server listed it, every
+    /// member included), or a heading and a line per item.
+    fn show_list<T>(
         &self,
         server: &str,
         key: &str,
-        items: Result<Vec<T>, Error>,
+        items: Result<Vec<AsSent<T>>, Error>,
         columns: fn(&T) -> Vec<String>,
     ) -> bool {
         match (items, self.json) {
@@ -153,7 +154,7 @@ impl Session {
             }
             (Ok(items), false) => {
                 out!("{server} ({} {key}s)", items.len());
-                let rows: Vec<Vec<String>> = items.iter().map(columns).collect();
+                let rows: Vec<Vec<String>> = items.iter().map(|item| columns(item)).collect();
                 for line in aligned(&rows) {
                     out!("  {line}");
                 }

@@ -99,7 +99,7 @@ pub(crate) fn outcome<T: Serialize>(
 }
 
 /// A supervisor event, for `watch`: `{"unix_ms":..,"server":..,"event":"state_changed",
-/// "state":..,"message":..}`, `"tools_changed"` with `added` and `removed`,
+/// "state":..,"message":..}`, `"tools_changed"` with `added`, `removed` and `changed`,
 /// `"resource_updated"` with `uri`, `"log"` with `params`, `"notification"` with `method` and
 /// `params`.
 pub(crate) fn event(unix_ms: u64, event: &ServerEvent) -> String {
@@ -108,9 +108,14 @@ pub(crate) fn event(unix_ms: u64, event: &ServerEvent) -> String {
             "state_changed",
             json!({ "state": state.name(), "message": message }),
         ),
-        ServerEvent::ToolsChanged { added, removed, .. } => (
+        ServerEvent::ToolsChanged {
+            added,
+            removed,
+            changed,
+            ..
+        } => (
             "tools_changed",
-            json!({ "added": added, "removed": removed }),
+            json!({ "added": added, "removed": removed, "changed": changed }),
         ),
         ServerEvent::ResourceUpdated { uri, .. } => ("resource_updated", json!({ "uri": uri })),
         ServerEvent::Log { params, .. } => ("log", json!({ "params": params })),
@@ -189,11 +194,13 @@ mod tests {
             server: "fs".into(),
             added: vec!["a".into()],
             removed: vec![],
+            changed: vec!["b".into()],
         };
         let line: Value = serde_json::from_str(&event(7, &e)).unwrap();
         assert_eq!(
             line,
-            json!({"unix_ms": 7, "server": "fs", "event": "tools_changed", "added": ["a"], "removed": []})
+            json!({"unix_ms": 7, "server": "fs", "event": "tools_changed", "added": ["a"],
+                   "removed": [], "changed": ["b"]})
         );
     }
 

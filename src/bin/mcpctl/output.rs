@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use mcp_supervisor::protocol::text::{is_unsafe, server_text};
-use mcp_supervisor::{Error, ServerStatus};
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use mcp_supervisor::{Error, ListedTool, ServerStatus, TaskSupport};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool, ToolAnnotations};
 
 use crate::source::invalid_name;
 
@@ -178,21 +178,27 @@ pub(crate) fn print_tools(status: &ServerStatus) {
 
 /// The hints a tool's annotations declare, e.g. `read-only, idempotent`; `-` if none. Only what
 /// a hint says beyond the spec's defaults is shown: `destructive` or `non-destructive` (which
-/// only matter for a tool that is not read-only), `idempotent`, `open-world`.
-fn hints(tool: &Tool) -> String {
-    let Some(a) = tool.annotations.as_ref() else {
-        return "-".into();
-    };
+/// only matter for a tool that is not read-only), `idempotent`, `open-world`; and, from its
+/// `execution`, `task optional` or `task required` (forbidden is the default).
+fn hints(tool: &ListedTool) -> String {
+    let none = ToolAnnotations::default();
+    let a = tool.annotations.as_ref().unwrap_or(&none);
     let effect = match (a.read_only_hint, a.destructive_hint) {
         (Some(true), _) => Some("read-only"),
         (_, Some(true)) => Some("destructive"),
         (_, Some(false)) => Some("non-destructive"),
         (_, None) => None,
     };
+    let task = match tool.task_support() {
+        TaskSupport::Optional => Some("task optional"),
+        TaskSupport::Required => Some("task required"),
+        _ => None,
+    };
     let declared: Vec<&str> = [
         effect,
         a.idempotent_hint.filter(|&b| b).map(|_| "idempotent"),
         a.open_world_hint.filter(|&b| b).map(|_| "open-world"),
+        task,
     ]
     .into_iter()
     .flatten()

@@ -27,6 +27,7 @@ use rmcp::model::Tool;
 use serde_json::{Map, Value};
 
 use super::MCP_PARAM_PREFIX;
+use crate::protocol::as_sent::ListedTool;
 use crate::protocol::text::server_text;
 
 /// The schema keyword of the annotation.
@@ -191,7 +192,9 @@ pub fn tool_bindings(tool: &Tool) -> Result<Vec<ParamBinding>, InvalidHeaderAnno
 /// names of the others with the reason. The names are the server's text, raw: escape them
 /// ([`server_text`]) or use [`dropped_tool_message`] to log them. For HTTP only: over stdio the
 /// annotations may be ignored.
-pub fn validate_tools(tools: Vec<Tool>) -> (Vec<Tool>, Vec<(String, InvalidHeaderAnnotation)>) {
+pub fn validate_tools(
+    tools: Vec<ListedTool>,
+) -> (Vec<ListedTool>, Vec<(String, InvalidHeaderAnnotation)>) {
     let mut kept = Vec::with_capacity(tools.len());
     let mut dropped = Vec::new();
     for tool in tools {
@@ -430,11 +433,11 @@ mod tests {
         json!({"type": "object", "properties": {"region": property}})
     }
 
-    fn tool(name: &str, input_schema: Value) -> Tool {
+    fn tool(name: &str, input_schema: Value) -> ListedTool {
         let Value::Object(schema) = input_schema else {
             panic!("test schemas are objects");
         };
-        Tool::new(name.to_owned(), "", Arc::new(schema))
+        ListedTool::from_typed(Tool::new(name.to_owned(), "", Arc::new(schema))).unwrap()
     }
 
     fn binding(header: &str, path: &[&str], kind: Primitive) -> ParamBinding {

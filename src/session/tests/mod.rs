@@ -127,7 +127,7 @@ impl Harness {
 
     /// The pending attempt opens a connection speaking `era` (`reused`: with the plan's fresh
     /// discovery), `tools` listed.
-    fn open(&mut self, negotiated: Negotiated, reused: bool, tools: Vec<Tool>) {
+    fn open(&mut self, negotiated: Negotiated, reused: bool, tools: Vec<ListedTool>) {
         let listed = Listed {
             items: tools,
             cut: None,
@@ -136,7 +136,7 @@ impl Harness {
     }
 
     /// [`Harness::open`], with a tool list that may have been cut short.
-    fn open_listed(&mut self, negotiated: Negotiated, reused: bool, listed: Listed<Tool>) {
+    fn open_listed(&mut self, negotiated: Negotiated, reused: bool, listed: Listed<ListedTool>) {
         let (seq, plan) = self.pending.take().expect("an attempt is pending");
         let link = Rc::new(Recorder::default());
         let wire = match negotiated.era {
