@@ -11,6 +11,9 @@
 //! | `mcp_server_state` | gauge | `server`, `state` | 1 for the state the server is in, 0 for the others |
 //! | `mcp_skipped_messages_total` | counter | `server`, `reason` | input skipped: `non_json`, `oversized`, `unanswered` (a stdio server's request left unanswered: 64 answers to it wait, unread) |
 //! | `mcp_events_dropped_total` | counter | `server` | events a slow subscriber's full queue dropped |
+//! | `mcp_tasks_in_flight` | gauge | `server` | tasks (the Tasks extension) followed, not ended |
+//! | `mcp_task_polls_total` | counter | `server` | `tasks/get` polls sent |
+//! | `mcp_tasks_total` | counter | `server`, `outcome` | tasks ended, by outcome: `completed`, `failed`, `cancelled`, `lost` |
 //!
 //! Labels are the configured server name, the JSON-RPC method and fixed words: nothing a
 //! server sends becomes a label, so a hostile server cannot grow the series without bound.
@@ -46,6 +49,9 @@ pub fn describe() {
         "mcp_events_dropped_total",
         "Events dropped for a slow subscriber"
     );
+    describe_gauge!("mcp_tasks_in_flight", "Tasks followed, not ended");
+    describe_counter!("mcp_task_polls_total", "tasks/get polls sent");
+    describe_counter!("mcp_tasks_total", "Tasks ended, by outcome");
 }
 
 /// A call to `server` taken at `started` ended with `outcome` (`ok` or an error code).
@@ -107,4 +113,32 @@ pub(crate) fn event_dropped(server: &str) {
     metrics::counter!("mcp_events_dropped_total", "server" => server.to_owned()).increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = server;
+}
+
+/// `server` follows `tasks` tasks that have not ended.
+#[inline]
+pub(crate) fn tasks_in_flight(server: &str, tasks: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("mcp_tasks_in_flight", "server" => server.to_owned()).set(tasks as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (server, tasks);
+}
+
+/// A task of `server` was polled.
+#[inline]
+pub(crate) fn task_polled(server: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("mcp_task_polls_total", "server" => server.to_owned()).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = server;
+}
+
+/// A task of `server` ended with `outcome` (`completed`, `failed`, `cancelled`, `lost`).
+#[inline]
+pub(crate) fn task_ended(server: &str, outcome: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("mcp_tasks_total", "server" => server.to_owned(), "outcome" => outcome)
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (server, outcome);
 }

@@ -1,6 +1,6 @@
 //! [`ServerEvent`] as JSON, tagged by `type` (`state_changed`, `tools_changed`,
-//! `resource_updated`, `log`, `notification`, `replacing`, `replaced`, `replace_failed`): the
-//! form of the status scope's event stream.
+//! `resource_updated`, `log`, `notification`, `replacing`, `replaced`, `replace_failed`,
+//! `task_changed`): the form of the status scope's event stream.
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -45,11 +45,20 @@ enum EventView<'a> {
         server: &'a str,
         error: Box<crate::serialize::ErrorView>,
     },
+    TaskChanged {
+        server: &'a str,
+        task_id: &'a str,
+        tool: &'a str,
+        status: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: &'a Option<String>,
+    },
 }
 
 impl ServerEvent {
     /// The event's `type` in its serde form: `state_changed`, `tools_changed`,
-    /// `resource_updated`, `log`, `notification`, `replacing`, `replaced` or `replace_failed`.
+    /// `resource_updated`, `log`, `notification`, `replacing`, `replaced`, `replace_failed` or
+    /// `task_changed`.
     pub fn type_name(&self) -> &'static str {
         match self {
             ServerEvent::StateChanged { .. } => "state_changed",
@@ -60,6 +69,7 @@ impl ServerEvent {
             ServerEvent::Replacing { .. } => "replacing",
             ServerEvent::Replaced { .. } => "replaced",
             ServerEvent::ReplaceFailed { .. } => "replace_failed",
+            ServerEvent::TaskChanged { .. } => "task_changed",
         }
     }
 }
@@ -105,6 +115,19 @@ impl Serialize for ServerEvent {
             ServerEvent::ReplaceFailed { server, error } => EventView::ReplaceFailed {
                 server,
                 error: Box::new(error.into()),
+            },
+            ServerEvent::TaskChanged {
+                server,
+                task_id,
+                tool,
+                status,
+                message,
+            } => EventView::TaskChanged {
+                server,
+                task_id,
+                tool,
+                status: status.as_str(),
+                message,
             },
         };
         view.serialize(s)

@@ -3,7 +3,8 @@
 //! [`ErrorView`](super::ErrorView), and `tool_count` beside the tools (and `tools_truncated`,
 //! why they are not the server's whole list, or `null`). The tools, `capabilities` and
 //! `server_info` are the objects the server sent, every member included
-//! ([`AsSent`](crate::AsSent)).
+//! ([`AsSent`](crate::AsSent)). Each task as `{task_id, tool, status, status_message,
+//! age_ms, next_poll_ms, poll_interval_ms}`.
 
 use serde::{Serialize, Serializer};
 
@@ -30,9 +31,35 @@ struct StatusView<'a> {
     last_error: Option<ErrorView>,
     pid: Option<u32>,
     pending_calls: usize,
+    tasks: Vec<TaskView<'a>>,
     /// Only while a replacement is under way.
     #[serde(skip_serializing_if = "Option::is_none")]
     next_generation: Option<&'a ServerStatus>,
+}
+
+#[derive(Serialize)]
+struct TaskView<'a> {
+    task_id: &'a str,
+    tool: &'a str,
+    status: &'static str,
+    status_message: Option<&'a str>,
+    age_ms: Option<u64>,
+    next_poll_ms: Option<u64>,
+    poll_interval_ms: Option<u64>,
+}
+
+impl<'a> From<&'a crate::tasks::TaskInfo> for TaskView<'a> {
+    fn from(task: &'a crate::tasks::TaskInfo) -> Self {
+        TaskView {
+            task_id: &task.handle.task_id,
+            tool: &task.handle.tool,
+            status: task.status.as_str(),
+            status_message: task.status_message.as_deref(),
+            age_ms: task.age.map(millis),
+            next_poll_ms: task.next_poll_in.map(millis),
+            poll_interval_ms: task.poll_interval.map(millis),
+        }
+    }
 }
 
 impl Serialize for ServerStatus {
@@ -54,6 +81,7 @@ impl Serialize for ServerStatus {
             last_error: self.last_error.as_ref().map(ErrorView::from),
             pid: self.pid,
             pending_calls: self.pending_calls,
+            tasks: self.tasks.iter().map(TaskView::from).collect(),
             next_generation: self.next_generation.as_deref(),
         }
         .serialize(s)

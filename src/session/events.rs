@@ -71,6 +71,21 @@ pub enum ServerEvent {
         /// Why the new generation did not come up.
         error: crate::error::Error,
     },
+    /// A task (the Tasks extension) changed status: it runs, waits for input, or ended. An
+    /// ended task's outcome waits for whoever awaits it, if nobody did.
+    TaskChanged {
+        /// Server name.
+        server: String,
+        /// The task's id (escaped and bounded). Servers may use task ids as bearer tokens: the
+        /// status page shows them only to those who see everything.
+        task_id: String,
+        /// The tool it runs.
+        tool: String,
+        /// Its status now.
+        status: crate::tasks::TaskStatus,
+        /// What the server said about it, escaped and bounded.
+        message: Option<String>,
+    },
 }
 
 impl ServerEvent {
@@ -84,7 +99,8 @@ impl ServerEvent {
             | ServerEvent::Notification { server, .. }
             | ServerEvent::Replacing { server }
             | ServerEvent::Replaced { server }
-            | ServerEvent::ReplaceFailed { server, .. } => server,
+            | ServerEvent::ReplaceFailed { server, .. }
+            | ServerEvent::TaskChanged { server, .. } => server,
         }
     }
 }

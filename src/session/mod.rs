@@ -1260,6 +1260,7 @@ impl Session {
             last_error: self.last_error.clone(),
             pid: None,
             pending_calls: self.calls.len(),
+            tasks: self.tasks.running_infos(now),
             next_generation: None,
         }
     }

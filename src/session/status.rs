@@ -92,8 +92,11 @@ pub struct ServerStatus {
     pub last_error: Option<Error>,
     /// Process id of the current server process (stdio), if one runs.
     pub pid: Option<u32>,
-    /// Calls in flight or waiting for a connection.
+    /// Calls in flight or waiting for a connection (callers waiting for a task included).
     pub pending_calls: usize,
+    /// The tasks (the Tasks extension) the server runs for calls, followed until they end,
+    /// oldest first: id, tool, status, age, next poll.
+    pub tasks: Vec<crate::tasks::TaskInfo>,
     /// While the server is being replaced (`Restart`, `ReplaceServer`, `Reload`): the new
     /// generation, starting beside this one, which serves every call until the new one is
     /// Ready. Filled in by the supervisor.

@@ -25,6 +25,7 @@ use rand::rngs::StdRng;
 use serde_json::Map;
 
 use super::entry::{Internal, Payload, Replier, Reply};
+use super::events::ServerEvent;
 use super::request::{CallRequest, RequestOptions};
 use super::{AskedBy, Command, InputAsk, Session};
 use crate::config::Settings;
@@ -78,6 +79,7 @@ pub(crate) enum TaskWrite {
     /// What the server says of a running task changed.
     Status {
         task_id: String,
+        tool: String,
         status: TaskStatus,
         message: Option<String>,
         poll_interval: Option<Duration>,
@@ -88,13 +90,14 @@ pub(crate) enum TaskWrite {
     /// delivered once.
     Ended {
         task_id: String,
+        tool: String,
         status: TaskStatus,
         outcome: String,
     },
     /// Its outcome was handed to a caller: never again.
     Delivered { task_id: String },
     /// The server no longer knows it: nothing is left to follow.
-    Forgotten { task_id: String },
+    Forgotten { task_id: String, tool: String },
 }
 
 /// What the session does once the store has recorded what came before it: answers.
@@ -196,6 +199,11 @@ impl TaskTable {
     }
 
     /// Tasks that have not ended.
+    pub fn running(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Tasks that have not ended.
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.tasks.len()
@@ -277,6 +285,7 @@ impl TaskTable {
         if changed && !task.status.is_terminal() {
             self.writes.push(TaskWrite::Status {
                 task_id: id.to_owned(),
+                tool: task.handle.tool.clone(),
                 status: task.status,
                 message: task.status_message.clone(),
                 poll_interval: task.poll_interval,
@@ -334,11 +343,13 @@ impl TaskTable {
         self.writes.push(match ended(&outcome) {
             Some((status, text)) => TaskWrite::Ended {
                 task_id: id.to_owned(),
+                tool: task.handle.tool.clone(),
                 status,
                 outcome: text,
             },
             None => TaskWrite::Forgotten {
                 task_id: id.to_owned(),
+                tool: task.handle.tool.clone(),
             },
         });
         if task.waiters.is_empty() {
@@ -594,26 +605,34 @@ impl TaskTable {
         });
     }
 
-    /// What is known of the tasks: those running, oldest first, then those ended with their
-    /// outcome kept, oldest first.
-    pub fn infos(&self, now: Instant) -> Vec<crate::TaskInfo> {
+    /// The running tasks, oldest first.
+    pub fn running_infos(&self, now: Instant) -> Vec<crate::tasks::TaskInfo> {
         let mut running: Vec<&Task> = self.tasks.values().collect();
         running.sort_by_key(|t| t.since);
-        let running = running.into_iter().map(|t| {
-            let mut info = crate::TaskInfo::new(t.handle.clone(), t.status);
-            info.status_message = t.status_message.clone();
-            info.poll_interval = t.poll_interval;
-            info.age = Some(now.saturating_duration_since(t.since));
-            info.next_poll_in = t.next_poll.map(|at| at.saturating_duration_since(now));
-            info
-        });
+        running
+            .into_iter()
+            .map(|t| {
+                let mut info = crate::tasks::TaskInfo::new(t.handle.clone(), t.status);
+                info.status_message = t.status_message.clone();
+                info.poll_interval = t.poll_interval;
+                info.age = Some(now.saturating_duration_since(t.since));
+                info.next_poll_in = t.next_poll.map(|at| at.saturating_duration_since(now));
+                info
+            })
+            .collect()
+    }
+
+    /// What is known of the tasks: those running, oldest first, then those ended with their
+    /// outcome kept, oldest first.
+    pub fn infos(&self, now: Instant) -> Vec<crate::tasks::TaskInfo> {
+        let running = self.running_infos(now).into_iter();
         let ended = self.kept.iter().map(|(handle, outcome)| {
             let status = match outcome {
                 Ok(_) => TaskStatus::Completed,
                 Err(Error::Cancelled { .. }) => TaskStatus::Cancelled,
                 Err(_) => TaskStatus::Failed,
             };
-            crate::TaskInfo::new(handle.clone(), status)
+            crate::tasks::TaskInfo::new(handle.clone(), status)
         });
         running.chain(ended).collect()
     }
@@ -756,7 +775,7 @@ impl Session {
     }
 
     /// What is known of this server's tasks, for `ListTasks` and the status.
-    pub fn task_infos(&self, now: Instant) -> Vec<crate::TaskInfo> {
+    pub fn task_infos(&self, now: Instant) -> Vec<crate::tasks::TaskInfo> {
         self.tasks.infos(now)
     }
 
@@ -805,11 +824,58 @@ impl Session {
         self.rearm_task_polls(now);
     }
 
-    /// Hands what the store must record to the driver, before anything that follows.
+    /// Hands what the store must record to the driver, before anything that follows; tells
+    /// subscribers and the metrics of each change of status it records.
     pub(super) fn flush_task_writes(&mut self) {
-        for write in self.tasks.take_writes() {
+        let writes = self.tasks.take_writes();
+        if writes.is_empty() {
+            return;
+        }
+        for write in writes {
+            let changed = match &write {
+                TaskWrite::Created { handle, .. } => {
+                    Some((&handle.task_id, &handle.tool, TaskStatus::Working, None))
+                }
+                TaskWrite::Status {
+                    task_id,
+                    tool,
+                    status,
+                    message,
+                    ..
+                } => Some((task_id, tool, *status, message.clone())),
+                TaskWrite::Ended {
+                    task_id,
+                    tool,
+                    status,
+                    ..
+                } => {
+                    crate::telemetry::task_ended(&self.name, status.as_str());
+                    Some((task_id, tool, *status, None))
+                }
+                TaskWrite::Forgotten { task_id, tool } => {
+                    crate::telemetry::task_ended(&self.name, "lost");
+                    Some((
+                        task_id,
+                        tool,
+                        TaskStatus::Failed,
+                        Some("the server no longer knows it: its outcome is unknown".to_owned()),
+                    ))
+                }
+                TaskWrite::InputAnswered { .. } | TaskWrite::Delivered { .. } => None,
+            };
+            if let Some((task_id, tool, status, message)) = changed {
+                let event = ServerEvent::TaskChanged {
+                    server: self.name.to_string(),
+                    task_id: server_text(task_id),
+                    tool: tool.clone(),
+                    status,
+                    message,
+                };
+                self.commands.push_back(Command::Emit(event));
+            }
             self.commands.push_back(Command::Persist(write));
         }
+        crate::telemetry::tasks_in_flight(&self.name, self.tasks.running());
     }
 
     /// Carries on after the store recorded what came before (see [`Command::Resume`]).
@@ -862,6 +928,7 @@ impl Session {
     /// Asks every task that is due how it is doing (`tasks/get`).
     pub(super) fn poll_due_tasks(&mut self, now: Instant) {
         for task_id in self.tasks.due(now) {
+            crate::telemetry::task_polled(&self.name);
             let params = tasks::task_params(&task_id);
             let call = self.own_call("tasks/get", params, RetryPolicy::IfIdempotent);
             self.open_call(call, Replier::Session(Internal::TaskPoll { task_id }), now);

@@ -1,6 +1,9 @@
-//! [`TaskHandle`]: what names a task on a server, for as long as the server keeps it.
+//! [`TaskHandle`]: what names a task on a server, for as long as the server keeps it; and
+//! [`TaskInfo`], what is known of one.
 
 use std::time::{Duration, SystemTime};
+
+use super::TaskStatus;
 
 /// A task a server runs for one of our calls: enough to find it again (its server and id)
 /// and to tell it from others (the tool, when it was created, how long the server keeps it).
@@ -47,5 +50,37 @@ impl TaskHandle {
     /// hold).
     pub fn expires_at(&self) -> Option<SystemTime> {
         self.created_at.checked_add(self.ttl?)
+    }
+}
+
+/// What is known of one task.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TaskInfo {
+    /// The task.
+    pub handle: TaskHandle,
+    /// Its status, as the server said last.
+    pub status: TaskStatus,
+    /// What the server said about it last, escaped and bounded.
+    pub status_message: Option<String>,
+    /// The poll interval the server asked for last.
+    pub poll_interval: Option<Duration>,
+    /// How long the supervisor has followed it (`None` from [`GetTask`](crate::GetTask)).
+    pub age: Option<Duration>,
+    /// When it is asked next, from now (`None`: being asked, ended, or from [`GetTask`](crate::GetTask)).
+    pub next_poll_in: Option<Duration>,
+}
+
+impl TaskInfo {
+    /// The info of `handle` with `status`, and nothing else known.
+    pub fn new(handle: TaskHandle, status: TaskStatus) -> Self {
+        TaskInfo {
+            handle,
+            status,
+            status_message: None,
+            poll_interval: None,
+            age: None,
+            next_poll_in: None,
+        }
     }
 }

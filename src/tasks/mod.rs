@@ -92,7 +92,7 @@ pub mod record;
 mod sqlite;
 mod store;
 
-pub use handle::TaskHandle;
+pub use handle::{TaskHandle, TaskInfo};
 pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteTaskStore, BUSY_TIMEOUT};

@@ -126,7 +126,7 @@ events.addEventListener("state_changed", (e) => {
   scheduleRefresh();
 });
 for (const type of ["tools_changed", "resource_updated", "log", "notification",
-                    "replacing", "replaced", "replace_failed"]) {
+                    "replacing", "replaced", "replace_failed", "task_changed"]) {
   events.addEventListener(type, (e) => {
     const ev = JSON.parse(e.data);
     log(ev.server + ": " + type.replace("_", " "));

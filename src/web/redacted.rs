@@ -4,8 +4,10 @@
 //!
 //! - a status: `name`, `transport`, its `state` (below), `in_state_for_ms`, `era`,
 //!   `protocol_version`, `tool_count`, `tools_truncated` (whether), `counters`,
-//!   `pending_calls`, the `last_error`'s `code`, and `"redacted": true`. Not its `pid`, `tools`, `server_info`, `capabilities`,
-//!   `subscriptions`, nor any error's message, `data`, exit status or stderr tail;
+//!   `pending_calls`, `task_count`, the `last_error`'s `code`, and `"redacted": true`. Not its
+//!   `pid`, `tools`, `server_info`, `capabilities`, `subscriptions`, its tasks (a server may
+//!   use a task's id as a bearer token), nor any error's message, `data`, exit status or
+//!   stderr tail;
 //! - a state: its name and numbers (`attempt`, `max`, `retry_in_ms`, `revive_in_ms`), a failed
 //!   state's error as its `code` only;
 //! - an event: its `type` and `server`; a state change also its state and a message made here
@@ -107,6 +109,8 @@ pub(super) struct Status<'a> {
     tools_truncated: bool,
     counters: &'a Counters,
     pending_calls: usize,
+    /// Tasks followed (not their ids: a server may use them as bearer tokens).
+    task_count: usize,
     last_error: Option<Code>,
     redacted: bool,
 }
@@ -124,6 +128,7 @@ impl<'a> From<&'a ServerStatus> for Status<'a> {
             tools_truncated: s.tools_truncated.is_some(),
             counters: &s.counters,
             pending_calls: s.pending_calls,
+            task_count: s.tasks.len(),
             last_error: s.last_error.as_ref().map(Code::from),
             redacted: true,
         }
@@ -165,6 +170,11 @@ pub(super) enum Event<'a> {
     ReplaceFailed {
         server: &'a str,
     },
+    TaskChanged {
+        server: &'a str,
+        tool: &'a str,
+        status: &'static str,
+    },
 }
 
 impl<'a> From<&'a ServerEvent> for Event<'a> {
@@ -183,6 +193,18 @@ impl<'a> From<&'a ServerEvent> for Event<'a> {
             ServerEvent::Replaced { server } => Event::Replaced { server },
             // Not what went wrong: that may quote the server or its configuration.
             ServerEvent::ReplaceFailed { server, .. } => Event::ReplaceFailed { server },
+            // Not the task's id (a server may use it as a bearer token), nor what the server
+            // said.
+            ServerEvent::TaskChanged {
+                server,
+                tool,
+                status,
+                ..
+            } => Event::TaskChanged {
+                server,
+                tool,
+                status: status.as_str(),
+            },
         }
     }
 }
@@ -230,6 +252,15 @@ mod tests {
             last_error: Some(spawn_error()),
             pid: Some(4242),
             pending_calls: 2,
+            tasks: vec![crate::tasks::TaskInfo::new(
+                crate::tasks::TaskHandle::new(
+                    "fs",
+                    "TASK-ID-SECRET-4",
+                    "build",
+                    std::time::SystemTime::now(),
+                ),
+                crate::tasks::TaskStatus::Working,
+            )],
             next_generation: None,
         };
         let view = serde_json::to_value(Status::from(&status)).unwrap();
@@ -240,6 +271,7 @@ mod tests {
         assert_eq!(view["last_error"], json!({"code": "unavailable"}));
         assert_eq!(view["in_state_for_ms"], 1500);
         assert_eq!(view["pending_calls"], 2);
+        assert_eq!(view["task_count"], 1);
         assert_eq!(view["redacted"], true);
         let keys: Vec<&str> = view
             .as_object()
@@ -292,6 +324,13 @@ mod tests {
                 server: "fs".into(),
                 method: "notifications/SECRET".into(),
                 params: None,
+            },
+            ServerEvent::TaskChanged {
+                server: "fs".into(),
+                task_id: "SECRET-task".into(),
+                tool: "build".into(),
+                status: crate::tasks::TaskStatus::InputRequired,
+                message: Some("SECRET-message".into()),
             },
         ];
         for event in [&failed].into_iter().chain(&quiet) {

@@ -14,7 +14,7 @@ use super::CallOptions;
 use crate::error::Error;
 use crate::session::request::CallRequest;
 use crate::tasks::TaskHandle;
-use crate::tasks::TaskStatus;
+pub use crate::tasks::TaskInfo;
 
 /// Calls tool `name` and answers as soon as the server says how it runs it: with the task's
 /// handle ([`TaskStart::Running`]) when it runs it as a task, to be awaited with [`AwaitTask`];
@@ -204,38 +204,6 @@ impl ListTasks {
 
 impl Message for ListTasks {
     type Result = Result<Vec<TaskInfo>, Error>;
-}
-
-/// What is known of one task.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct TaskInfo {
-    /// The task.
-    pub handle: TaskHandle,
-    /// Its status, as the server said last.
-    pub status: TaskStatus,
-    /// What the server said about it last, escaped and bounded.
-    pub status_message: Option<String>,
-    /// The poll interval the server asked for last.
-    pub poll_interval: Option<Duration>,
-    /// How long the supervisor has followed it (`None` from [`GetTask`]).
-    pub age: Option<Duration>,
-    /// When it is asked next, from now (`None`: being asked, ended, or from [`GetTask`]).
-    pub next_poll_in: Option<Duration>,
-}
-
-impl TaskInfo {
-    /// The info of `handle` with `status`, and nothing else known.
-    pub fn new(handle: TaskHandle, status: TaskStatus) -> Self {
-        TaskInfo {
-            handle,
-            status,
-            status_message: None,
-            poll_interval: None,
-            age: None,
-            next_poll_in: None,
-        }
-    }
 }
 
 /// What a `tasks/get` answer says of task `handle`.

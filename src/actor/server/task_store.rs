@@ -66,6 +66,7 @@ impl TaskPersistence {
                 status,
                 message,
                 poll_interval,
+                ..
             } => {
                 let mut update = TaskUpdate::new().status(*status);
                 update = match message {
@@ -86,6 +87,7 @@ impl TaskPersistence {
                 task_id,
                 status,
                 outcome,
+                ..
             } => self
                 .store
                 .finish(&self.key(task_id), *status, Some(outcome))
@@ -93,7 +95,9 @@ impl TaskPersistence {
             TaskWrite::Delivered { task_id } => {
                 self.store.take_outcome(&self.key(task_id)).map(|_| ())
             }
-            TaskWrite::Forgotten { task_id } => self.store.remove(&self.key(task_id)).map(|_| ()),
+            TaskWrite::Forgotten { task_id, .. } => {
+                self.store.remove(&self.key(task_id)).map(|_| ())
+            }
         };
         if let Err(error) = done {
             tracing::warn!(server = %self.server, error = %error, "the task store could not record a task's step; the task goes on in memory");

@@ -113,6 +113,18 @@ impl EventPrinter {
             ServerEvent::ReplaceFailed { error, .. } => {
                 format!("replacement failed, the old generation serves on: {error}")
             }
+            ServerEvent::TaskChanged {
+                task_id,
+                tool,
+                status,
+                message,
+                ..
+            } => match message {
+                Some(message) => {
+                    server_text(&format!("task {task_id} ({tool}): {status}: {message}"))
+                }
+                None => server_text(&format!("task {task_id} ({tool}): {status}")),
+            },
             // Events added in later versions.
             other => format!("{other:?}"),
         }

@@ -129,6 +129,16 @@ pub(crate) fn event(unix_ms: u64, event: &ServerEvent) -> String {
             "replace_failed",
             json!({ "error": { "kind": error.code(), "message": error.to_string() } }),
         ),
+        ServerEvent::TaskChanged {
+            task_id,
+            tool,
+            status,
+            message,
+            ..
+        } => (
+            "task_changed",
+            json!({ "task_id": task_id, "tool": tool, "status": status.as_str(), "message": message }),
+        ),
         // Events added in later versions.
         other => ("other", json!({ "debug": format!("{other:?}") })),
     };

@@ -484,3 +484,52 @@ fn each_step_is_recorded_before_what_depends_on_it() {
     assert_eq!(steps, ["created", "status", "input", "ended", "delivered"]);
     assert!(matches!(waiter.take(), Some(Ok(_))));
 }
+
+#[test]
+fn the_status_lists_running_tasks_and_subscribers_hear_each_change() {
+    let mut h = modern_session(settings());
+    let answer = h.call(tool("job"));
+    let sent = h.written();
+    h.answer(&sent[0], created("t", 100));
+    let status = h.session.status(h.now);
+    assert_eq!(status.tasks.len(), 1);
+    assert_eq!(status.tasks[0].handle.task_id, "t");
+    assert_eq!(status.tasks[0].status, TaskStatus::Working);
+    assert!(status.tasks[0].next_poll_in.is_some());
+    h.advance(120 * MS);
+    let poll = h.written();
+    let mut asking = polled("t", "input_required", 100);
+    asking["inputRequests"] = json!({"confirm": {"method": "elicitation/create"}});
+    asking["statusMessage"] = json!("needs a yes");
+    h.answer(&poll[0], asking);
+    h.advance(120 * MS);
+    let poll = h.written();
+    h.answer(&poll[0], completed("t"));
+    assert!(matches!(answer.take(), Some(Ok(_))));
+    let changes: Vec<(TaskStatus, Option<String>)> = h
+        .emitted
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::TaskChanged {
+                task_id,
+                tool,
+                status,
+                message,
+                ..
+            } => {
+                assert_eq!((task_id.as_str(), tool.as_str()), ("t", "job"));
+                Some((*status, message.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (TaskStatus::Working, None),
+            (TaskStatus::InputRequired, Some("needs a yes".to_owned())),
+            (TaskStatus::Completed, None),
+        ]
+    );
+    assert!(h.session.status(h.now).tasks.is_empty());
+}
