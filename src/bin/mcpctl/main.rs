@@ -155,6 +155,8 @@ enum Problem {
 }
 
 /// What to do: run a command with the servers, or read the task store alone (`tasks list`).
+/// One value, made once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Plan {
     Run {
         action: Action,
