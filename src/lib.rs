@@ -191,8 +191,9 @@
 //! - The binary `mcpctl` (`src/bin/mcpctl/`, the `cli` feature), a command-line client:
 //!   `cli` (the clap commands), `action` (the command resolved), `source` (the servers, from a
 //!   file or the command line), `session`, `progress` (spinners), `commands` and `features`
-//!   (one method per command), `output` and `json` (for people, for scripts) and
-//!   `event_printer`.
+//!   (one method per command), `tasks` (the task store every command passes the supervisor,
+//!   `call --task` and the `tasks` commands), `output` and `json` (for people, for scripts)
+//!   and `event_printer`.
 //! - `benches/overhead/` (`cargo bench --bench overhead`): one module per measured thing
 //!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`) and shared
 //!   helpers for load, statistics, `/proc` figures and the report.

@@ -19,7 +19,7 @@ const LONG_REASON: &str = "starting the GitHub MCP server 1.2.3 with the toolset
      issues, pull_requests, actions and code_security: GITHUB_TOKEN not set";
 
 fn mcpctl(args: &[&str]) -> Output {
-    match Command::new(MCPCTL).args(args).output() {
+    match crate::mcpctl_command().args(args).output() {
         Ok(output) => output,
         Err(e) => panic!("cannot run mcpctl: {e}"),
     }
@@ -163,6 +163,7 @@ fn status_shows_a_spinner_per_server_on_a_terminal() {
     let out = Command::new("script")
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
         .env("TERM", "xterm")
+        .env("XDG_CONFIG_HOME", crate::config_home())
         .output()
         .unwrap_or_else(|e| panic!("cannot run script: {e}"));
     assert_eq!(code(&out), 0, "{}", stdout(&out));
@@ -323,7 +324,7 @@ fn resources_read_prompts_and_prompt() {
 #[test]
 fn a_server_given_with_stdio_needs_no_file_and_no_name() {
     let dir = common::tempdir();
-    let out = Command::new(MCPCTL)
+    let out = crate::mcpctl_command()
         .current_dir(dir.path()) // no mcp.json here
         .args([
             "call",
@@ -422,7 +423,7 @@ fn the_working_directorys_project_servers_of_claude_json_are_read() {
     }
     let config = claude_json.display().to_string();
     let status = |cwd: &Path| {
-        let out = Command::new(MCPCTL)
+        let out = crate::mcpctl_command()
             .current_dir(cwd)
             .args(["--config", &config, "status", "--json", "--wait", "10s"])
             .output()
@@ -561,7 +562,7 @@ fn usage_and_configuration_errors_exit_2() {
 async fn a_server_given_with_http_gets_its_headers() {
     let server = common::http_server().await;
     let url = server.url();
-    let out = tokio::process::Command::new(MCPCTL)
+    let out = tokio::process::Command::from(crate::mcpctl_command())
         .args(["--http", &url, "--header", "X-Api-Key: k1", "--json"])
         .args(["call", "echo", r#"{"text":"over http"}"#])
         .output()
@@ -578,7 +579,7 @@ async fn a_server_given_with_http_gets_its_headers() {
 
     // Issue 20, item 3: a URL's scheme is case-insensitive (it was refused as not http://).
     let upper = url.replacen("http://", "HTTP://", 1);
-    let out = tokio::process::Command::new(MCPCTL)
+    let out = tokio::process::Command::from(crate::mcpctl_command())
         .args([
             "--http",
             &upper,
@@ -595,7 +596,7 @@ async fn a_server_given_with_http_gets_its_headers() {
 
     // Issue 20, item 7: a server that offers resources but has no `resources/templates/list`
     // (method not found) lists no templates; that is no failure.
-    let out = tokio::process::Command::new(MCPCTL)
+    let out = tokio::process::Command::from(crate::mcpctl_command())
         .args(["--http", &url, "--name", "h", "templates"])
         .output()
         .await
@@ -659,7 +660,7 @@ fn a_reader_that_goes_away_early_ends_mcpctl_quietly() {
         if args[0] == "call" {
             all.extend(["--stdio", "--", DEMO]);
         }
-        let mut child = Command::new(MCPCTL)
+        let mut child = crate::mcpctl_command()
             .args(&all)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -693,7 +694,7 @@ fn a_finished_command_keeps_its_code_when_its_reader_went_away() {
 
     let dir = common::tempdir();
     let config = config(dir.path(), true);
-    let mut child = Command::new(MCPCTL)
+    let mut child = crate::mcpctl_command()
         .args(["--config", &config, "status", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -748,7 +749,7 @@ fn watch_json_prints_events_until_interrupted() {
     use std::time::Duration;
 
     let (mut child, lines) = spawn_reading_lines(
-        Command::new(MCPCTL).args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO]),
+        crate::mcpctl_command().args(["watch", "--json", "--stdio", "--name", "w", "--", DEMO]),
     );
     let next_state = |want: &str| loop {
         let line = match lines.recv_timeout(Duration::from_secs(20)) {
@@ -789,7 +790,7 @@ fn watch_reload_applies_a_changed_file_and_refuses_a_broken_one() {
     };
     std::fs::write(&file, servers(&["one"])).unwrap();
     let (mut child, lines) = spawn_reading_lines(
-        Command::new(MCPCTL)
+        crate::mcpctl_command()
             .arg("--config")
             .arg(&file)
             .args(["watch", "--reload", "--json"]),

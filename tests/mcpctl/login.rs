@@ -13,8 +13,6 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
 
-const MCPCTL: &str = env!("CARGO_BIN_EXE_mcpctl");
-
 /// The user's part: open the authorization URL (the server approves at once, with a redirect)
 /// and follow the redirect to mcpctl's callback.
 async fn browse(url: &str) -> u16 {
@@ -52,7 +50,7 @@ async fn login_in_the_browser_then_calls_with_the_kept_tokens() {
     let (config, tokens_arg) = (config.display().to_string(), tokens.display().to_string());
 
     // Without a login, the call cannot be authorized: no browser is asked for.
-    let refused = Command::new(MCPCTL)
+    let refused = Command::from(crate::mcpctl_command())
         .args(["--config", &config, "--token-store", &tokens_arg])
         .args(["call", "protected", "echo", "--timeout", "10s"])
         .output()
@@ -60,7 +58,7 @@ async fn login_in_the_browser_then_calls_with_the_kept_tokens() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
 
-    let mut login = Command::new(MCPCTL)
+    let mut login = Command::from(crate::mcpctl_command())
         .args(["--config", &config, "--token-store", &tokens_arg])
         .args(["login", "protected", "--no-browser", "--wait", "30s"])
         .stdout(Stdio::piped())
@@ -96,7 +94,7 @@ async fn login_in_the_browser_then_calls_with_the_kept_tokens() {
 
     // The next command finds the tokens: no browser, no new authorization.
     let authorized = server.counts().authorize;
-    let call = Command::new(MCPCTL)
+    let call = Command::from(crate::mcpctl_command())
         .args(["--config", &config, "--token-store", &tokens_arg])
         .args(["call", "protected", "echo", "--timeout", "10s"])
         .output()

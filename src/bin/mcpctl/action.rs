@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::arguments::Arguments;
-use crate::cli::{CallArgs, Command, ListArgs, PromptArgs, ReadArgs};
+use crate::cli::{CallArgs, Command, ListArgs, PromptArgs, ReadArgs, TaskArgs, TasksCommand};
 
 /// One command, with every value it needs.
 #[derive(Debug)]
@@ -30,6 +30,8 @@ pub(crate) enum Action {
         timeout: Duration,
         repeat: u32,
         interval: Duration,
+        /// `--task`: start it as a task and print its handle.
+        task: bool,
     },
     Read {
         server: String,
@@ -46,6 +48,27 @@ pub(crate) enum Action {
         /// Apply each change of the mcpServers file.
         reload: bool,
     },
+    Tasks(TaskAction),
+}
+
+/// `tasks list`, `show`, `wait`, `cancel`.
+#[derive(Debug)]
+pub(crate) enum TaskAction {
+    /// The task store's tasks, of one server or all; no server is started.
+    List {
+        server: Option<String>,
+    },
+    Show(TaskRef),
+    Wait(TaskRef),
+    Cancel(TaskRef),
+}
+
+/// One task, as the command line names it, and the deadline of what is asked about it.
+#[derive(Debug)]
+pub(crate) struct TaskRef {
+    pub(crate) server: String,
+    pub(crate) task_id: String,
+    pub(crate) timeout: Duration,
 }
 
 /// `tools`, `resources`, `templates`, `prompts`: all servers or one.
@@ -72,6 +95,14 @@ impl Action {
             Command::Call(args) => call(args, single)?,
             Command::Read(args) => read(args, single)?,
             Command::Prompt(args) => prompt(args, single)?,
+            Command::Tasks { command } => Action::Tasks(match command {
+                TasksCommand::List { server } => TaskAction::List {
+                    server: only(server, single)?.or_else(|| single.map(str::to_owned)),
+                },
+                TasksCommand::Show(args) => TaskAction::Show(task_ref(args, single)?),
+                TasksCommand::Wait(args) => TaskAction::Wait(task_ref(args, single)?),
+                TasksCommand::Cancel(args) => TaskAction::Cancel(task_ref(args, single)?),
+            }),
             Command::Watch { reload, .. } => {
                 if reload && single.is_some() {
                     return Err(
@@ -107,7 +138,10 @@ impl Action {
             | Action::Read { server, .. }
             | Action::Prompt { server, .. } => Some(server),
             Action::Status { server, .. } => server.as_deref(),
-            Action::Watch { .. } => None,
+            Action::Tasks(
+                TaskAction::Show(task) | TaskAction::Wait(task) | TaskAction::Cancel(task),
+            ) => Some(&task.server),
+            Action::Watch { .. } | Action::Tasks(TaskAction::List { .. }) => None,
         }
     }
 }
@@ -172,6 +206,30 @@ fn call(args: CallArgs, single: Option<&str>) -> Result<Action, String> {
         timeout: args.timeout.timeout,
         repeat: args.repeat,
         interval: args.interval,
+        task: args.task,
+    })
+}
+
+/// `[SERVER] TASK_ID`: a task id is the server's text, never empty, and at most what the task
+/// store keeps.
+fn task_ref(args: TaskArgs, single: Option<&str>) -> Result<TaskRef, String> {
+    let (server, rest) = server_and_rest(args.words, single, "TASK_ID")?;
+    let Ok([task_id]) = <[String; 1]>::try_from(rest) else {
+        return Err("expected one TASK_ID (SERVER is left out with --stdio or --http)".into());
+    };
+    if task_id.is_empty() {
+        return Err("TASK_ID is empty".into());
+    }
+    let limit = mcp_supervisor::tasks::record::MAX_NAME_BYTES;
+    if task_id.len() > limit {
+        return Err(format!(
+            "TASK_ID is longer than a task id may be ({limit} bytes)"
+        ));
+    }
+    Ok(TaskRef {
+        server,
+        task_id,
+        timeout: args.timeout.timeout,
     })
 }
 
@@ -291,6 +349,39 @@ mod tests {
         ));
         assert!(resolve(&["read", "demo://clock"], None).is_err());
         assert!(resolve(&["read", "x", "demo://clock"], Some("demo")).is_err());
+    }
+
+    #[test]
+    fn a_task_is_named_by_its_server_and_id() {
+        let Ok(Action::Tasks(TaskAction::Wait(task))) =
+            resolve(&["tasks", "wait", "demo", "t-1", "--timeout", "2s"], None)
+        else {
+            panic!("not a wait");
+        };
+        assert_eq!(
+            (task.server.as_str(), task.task_id.as_str()),
+            ("demo", "t-1")
+        );
+        assert_eq!(task.timeout, Duration::from_secs(2));
+        assert!(matches!(
+            resolve(&["tasks", "show", "t-1"], Some("demo")),
+            Ok(Action::Tasks(TaskAction::Show(_)))
+        ));
+        assert!(resolve(&["tasks", "cancel", "t-1"], None).is_err());
+        assert!(resolve(&["tasks", "cancel", "demo", ""], None).is_err());
+        let long = "x".repeat(2000);
+        assert!(resolve(&["tasks", "wait", "demo", &long], None).is_err());
+        let Ok(Action::Tasks(TaskAction::List { server })) = resolve(&["tasks", "list"], None)
+        else {
+            panic!("not a list");
+        };
+        assert_eq!(server, None);
+        // `--task` starts one task: not with --repeat.
+        assert!(resolve(&["call", "demo", "job", "--task", "--repeat", "2"], None).is_err());
+        assert!(matches!(
+            resolve(&["call", "demo", "job", "--task"], None),
+            Ok(Action::Call { task: true, .. })
+        ));
     }
 
     #[test]

@@ -75,6 +75,12 @@ pub(crate) struct SourceArgs {
     /// [default: $XDG_CONFIG_HOME/mcpctl/tokens.json or ~/.config/mcpctl/tokens.json]
     #[arg(long, global = true, value_name = "PATH")]
     pub(crate) token_store: Option<PathBuf>,
+
+    /// Where the tasks servers run for calls are kept (an SQLite file), so that one mcpctl can
+    /// wait for a task another started [default: $XDG_CONFIG_HOME/mcpctl/tasks.sqlite3 or
+    /// ~/.config/mcpctl/tasks.sqlite3]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) task_store: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -132,9 +138,18 @@ pub(crate) enum Command {
     /// schema does not type, the text as JSON if it parses, else as a string. An integer is
     /// kept exactly: one beyond 64 bits exits with 2 rather than be rounded.
     ///
+    /// A server may run the call as a task (the MCP Tasks extension): mcpctl asks it how the
+    /// task is doing until it ends. When --timeout passes first, the task runs on: its id is
+    /// printed, and `mcpctl tasks wait SERVER TASK_ID` waits for it later. With --task, the
+    /// task's id is printed as soon as the server has started it (or the result, if it
+    /// answered at once), and mcpctl ends; see `mcpctl tasks --help`.
+    ///
     /// With --json, one object per call:
     /// {"seq":1,"ok":true,"ms":12,"result":{...}} (the tools/call result as the server sent it)
-    /// or {"seq":2,"ok":false,"ms":1000,"error":{"kind":"timeout","message":"..."}}.
+    /// or {"seq":2,"ok":false,"ms":1000,"error":{"kind":"timeout","message":"..."}}, with
+    /// "task":{"server":..,"task_id":..,"tool":..,"created_unix_ms":..,"ttl_ms":..} when the
+    /// call runs on as a task; with --task, {"seq":1,"ok":true,"ms":12,"task":{...}} for a
+    /// task started.
     #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
     Call(CallArgs),
 
@@ -238,6 +253,23 @@ pub(crate) enum Command {
         wait: Duration,
     },
 
+    /// The tasks servers run for calls: list, show, wait for, cancel
+    ///
+    /// A server may run a tool call as a task (the MCP Tasks extension): `call --task` starts
+    /// one and prints its id at once, and a `call` whose --timeout passes while its task runs
+    /// leaves it running. mcpctl keeps every task it hears of in its task store (see
+    /// --task-store), and every command that starts a server follows that server's tasks
+    /// again, so that a task started by one mcpctl is waited for by the next. A task's
+    /// outcome is delivered once: a second `tasks wait` is told it was delivered.
+    ///
+    /// Over stdio, a server's tasks end with its process (mcpctl stops the server when it
+    /// ends) unless the server keeps them across restarts.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Tasks {
+        #[command(subcommand)]
+        command: TasksCommand,
+    },
+
     /// Print a shell completion script
     ///
     /// For example: mcpctl completions bash > ~/.local/share/bash-completion/completions/mcpctl
@@ -306,6 +338,79 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub(crate) interval: Duration,
 
+    /// Start the tool as a task and print its id at once (or its result, if the server answers
+    /// at once); `mcpctl tasks wait` waits for it
+    #[arg(long, conflicts_with_all = ["repeat", "interval"])]
+    pub(crate) task: bool,
+
+    #[command(flatten)]
+    pub(crate) stdio: StdioCommand,
+}
+
+/// `tasks list`, `tasks show`, `tasks wait`, `tasks cancel`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// The tasks in the task store: id, server, tool, status, age
+    ///
+    /// Reads the task store (see --task-store) and starts no server: each task's status is
+    /// the one mcpctl saw last (`tasks show` asks the server). OUTCOME is `kept` for a task
+    /// that ended and whose outcome waits for `tasks wait`, `delivered` once it was taken.
+    /// Tasks the server forgets (their ttl passed) and those delivered an hour ago are dropped.
+    ///
+    /// With --json, one object per task: {"server":..,"task_id":..,"tool":..,"status":..,
+    /// "status_message":..,"created_unix_ms":..,"age_ms":..,"ttl_ms":..,"poll_interval_ms":..,
+    /// "updated_unix_ms":..,"outcome":null|"kept"|"delivered"}.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    List {
+        /// Only this server's tasks
+        server: Option<String>,
+    },
+
+    /// Ask the server how a task is doing (tasks/get)
+    ///
+    /// Prints the task's status and what the server says about it, without waiting for its
+    /// end (the outcome of a completed task is left for `tasks wait`). Exits with 1 if the
+    /// server could not say (an unknown task: one it forgot, or never had).
+    ///
+    /// With --json, {"ok":true,"ms":12,"result":{"server":..,"task_id":..,"tool":..,
+    /// "status":..,"status_message":..,"poll_interval_ms":..,"created_unix_ms":..,"ttl_ms":..}}
+    /// or {"ok":false,"ms":..,"error":{"kind":..,"message":..}}.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Show(TaskArgs),
+
+    /// Wait for a task to end, and print its outcome as `call` does
+    ///
+    /// Waits at most --timeout for the task to end and prints its result (exit code 0), a
+    /// tool error or an error (1): `cancelled` for a task cancelled, `outcome_unknown` for a
+    /// task the server no longer knows, `delivered` for one whose outcome an earlier `tasks
+    /// wait` (or `call`) took. When --timeout passes first, the task runs on: wait again.
+    ///
+    /// With --json, {"ok":true,"ms":12,"result":{...}} or
+    /// {"ok":false,"ms":..,"error":{"kind":..,"message":..}}, as `call --json` without "seq".
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Wait(TaskArgs),
+
+    /// Ask the server to cancel a task (tasks/cancel)
+    ///
+    /// The server may still complete it: `tasks wait` tells how it ended. Exits with 1 if the
+    /// server refused or could not be asked.
+    ///
+    /// With --json, {"ok":true,"ms":12,"result":{"server":..,"task_id":..,"tool":..,...}} or
+    /// {"ok":false,"ms":..,"error":{"kind":..,"message":..}}.
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Cancel(TaskArgs),
+}
+
+/// `tasks show`, `tasks wait`, `tasks cancel`: one task.
+#[derive(Debug, Args)]
+pub(crate) struct TaskArgs {
+    /// [SERVER] TASK_ID: the server that runs the task, and the task's id
+    #[arg(value_name = "ARGS", num_args = 1..=2, required = true)]
+    pub(crate) words: Vec<String>,
+
+    #[command(flatten)]
+    pub(crate) timeout: TimeoutArgs,
+
     #[command(flatten)]
     pub(crate) stdio: StdioCommand,
 }
@@ -348,7 +453,14 @@ impl Command {
             Command::Call(a) => &a.stdio.command,
             Command::Read(a) => &a.stdio.command,
             Command::Prompt(a) => &a.stdio.command,
-            Command::Completions { .. } | Command::Login { .. } => &[],
+            Command::Tasks {
+                command: TasksCommand::Show(a) | TasksCommand::Wait(a) | TasksCommand::Cancel(a),
+            } => &a.stdio.command,
+            Command::Tasks {
+                command: TasksCommand::List { .. },
+            }
+            | Command::Completions { .. }
+            | Command::Login { .. } => &[],
         }
     }
 }

@@ -4,7 +4,7 @@
 //! started the servers and will stop them, `output.rs` formats what is printed for people and
 //! `json.rs` what is printed for scripts. A new command is a variant in `cli.rs` and
 //! `action.rs`, an arm in [`Session::run`] and a method here (or, for resources and prompts, in
-//! `features.rs`).
+//! `features.rs`; for tasks, in `tasks.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::action::Action;
 use crate::arguments::{typed, Arguments};
 use crate::features::Feature;
 use crate::json;
-use crate::output::{human_line, print_status_table, print_tools};
+use crate::output::{print_status_table, print_tools};
 use crate::session::Session;
 use crate::source::invalid_name;
 use crate::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -39,6 +39,7 @@ impl Session {
                 timeout,
                 repeat,
                 interval,
+                task,
             } => {
                 let call = Repeated {
                     server,
@@ -47,6 +48,7 @@ impl Session {
                     timeout: *timeout,
                     repeat: *repeat,
                     interval: *interval,
+                    task: *task,
                 };
                 self.call(call).await
             }
@@ -62,6 +64,7 @@ impl Session {
                 timeout,
             } => self.prompt(server, name, arguments, *timeout).await,
             Action::Watch { reload } => self.watch(*reload).await,
+            Action::Tasks(action) => self.task(action).await,
         }
     }
 
@@ -153,6 +156,12 @@ impl Session {
                 }
             }
         };
+        if args.task {
+            let timeout = args.timeout.saturating_sub(begun.elapsed());
+            return self
+                .start_task(args.server, args.tool, arguments, timeout)
+                .await;
+        }
         let mut code = EXIT_OK;
         for seq in 1..=args.repeat {
             if seq > 1 {
@@ -174,14 +183,10 @@ impl Session {
                 }),
             };
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if !succeeded(&outcome) {
+            if exit_code(&outcome) != EXIT_OK {
                 code = EXIT_FAILED;
             }
-            if self.json {
-                out!("{}", json::outcome(Some(seq), ms, &outcome));
-            } else {
-                out!("{}", human_line(seq, ms, &outcome, args.repeat > 1));
-            }
+            self.print_call_outcome(Some(seq), ms, &outcome, args.repeat > 1);
         }
         code
     }
@@ -254,6 +259,7 @@ struct Repeated<'a> {
     timeout: Duration,
     repeat: u32,
     interval: Duration,
+    task: bool,
 }
 
 /// Why a server that is not Ready and has no error is not: its state.
@@ -274,6 +280,11 @@ fn all_ready(statuses: &[ServerStatus]) -> u8 {
     }
 }
 
-fn succeeded(outcome: &Result<CallToolResult, Error>) -> bool {
-    matches!(outcome, Ok(result) if result.is_error != Some(true))
+/// A tool call's exit code: 0 for a result that is not a tool error, else 1.
+pub(crate) fn exit_code(outcome: &Result<CallToolResult, Error>) -> u8 {
+    if matches!(outcome, Ok(result) if result.is_error != Some(true)) {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
 }

@@ -6,9 +6,14 @@
 //! `call --json` always printed them. What a server sent is passed on as JSON values, which
 //! escape everything that could forge a line.
 
-use mcp_supervisor::{Error, ServerEvent, ServerStatus};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_supervisor::tasks::TaskRecord;
+use mcp_supervisor::{Error, ServerEvent, ServerStatus, TaskHandle, TaskInfo};
 use serde::Serialize;
 use serde_json::{json, Value};
+
+use crate::tasks::{millis, outcome_state, UNKNOWN_TOOL};
 
 /// A server's status: `{"name":..,"transport":..,"state":..,"era":..,"protocol_version":..,
 /// "server_info":{"name":..,"version":..}|null,"tools":n,"tools_truncated":"why"|null,
@@ -75,7 +80,8 @@ pub(crate) fn server_error(server: &str, e: &Error) -> String {
 
 /// The outcome of one request: `{"seq":1,"ok":true,"ms":12,"result":{...}}` or
 /// `{"seq":2,"ok":false,"ms":1000,"error":{"kind":"timeout","message":"..."}}`, keys in that
-/// order; without `seq` when `seq` is `None` (a request made once).
+/// order; without `seq` when `seq` is `None` (a request made once). A timeout whose task runs
+/// on adds `"task":{..}` (see [`task`]) after the error.
 pub(crate) fn outcome<T: Serialize>(
     seq: Option<u32>,
     ms: u64,
@@ -91,11 +97,85 @@ pub(crate) fn outcome<T: Serialize>(
         Err(e) => {
             let kind = Value::from(e.code());
             let message = Value::from(e.to_string());
+            let task = e.task().map_or(String::new(), |handle| {
+                format!(r#","task":{}"#, task(handle))
+            });
             format!(
-                r#"{{{seq}"ok":false,"ms":{ms},"error":{{"kind":{kind},"message":{message}}}}}"#
+                r#"{{{seq}"ok":false,"ms":{ms},"error":{{"kind":{kind},"message":{message}}}{task}}}"#
             )
         }
     }
+}
+
+/// A failure of mcpctl's own, of `kind` (`delivered`), in the form of [`outcome`]'s.
+pub(crate) fn failure(seq: Option<u32>, ms: u64, kind: &str, message: &str) -> String {
+    let seq = seq.map_or(String::new(), |n| format!(r#""seq":{n},"#));
+    let (kind, message) = (Value::from(kind), Value::from(message));
+    format!(r#"{{{seq}"ok":false,"ms":{ms},"error":{{"kind":{kind},"message":{message}}}}}"#)
+}
+
+/// A task: `{"server":..,"task_id":..,"tool":..|null,"created_unix_ms":..,"ttl_ms":..|null}`;
+/// `tool` is null when the store had no record of the task.
+pub(crate) fn task(handle: &TaskHandle) -> Value {
+    json!({
+        "server": handle.server,
+        "task_id": handle.task_id,
+        "tool": known_tool(&handle.tool),
+        "created_unix_ms": unix_ms(handle.created_at),
+        "ttl_ms": handle.ttl.map(millis),
+    })
+}
+
+/// A task started by `call --task`: `{"seq":1,"ok":true,"ms":12,"task":{..}}`.
+pub(crate) fn task_started(seq: u32, ms: u64, handle: &TaskHandle) -> String {
+    format!(
+        r#"{{"seq":{seq},"ok":true,"ms":{ms},"task":{}}}"#,
+        task(handle)
+    )
+}
+
+/// What the server says of a task (`tasks show`): [`task`]'s keys, and `"status"`,
+/// `"status_message"`, `"poll_interval_ms"`.
+pub(crate) fn task_info(info: &TaskInfo) -> Value {
+    let mut value = task(&info.handle);
+    if let Value::Object(map) = &mut value {
+        map.insert("status".into(), Value::from(info.status.as_str()));
+        map.insert("status_message".into(), json!(info.status_message));
+        map.insert(
+            "poll_interval_ms".into(),
+            json!(info.poll_interval.map(millis)),
+        );
+    }
+    value
+}
+
+/// A task as the store keeps it (`tasks list`): `{"server":..,"task_id":..,"tool":..|null,
+/// "status":..,"status_message":..,"created_unix_ms":..,"age_ms":..,"ttl_ms":..,
+/// "poll_interval_ms":..,"updated_unix_ms":..,"outcome":null|"kept"|"delivered"}`.
+pub(crate) fn task_record(record: &TaskRecord, now: SystemTime) -> String {
+    json!({
+        "server": record.server,
+        "task_id": record.task_id,
+        "tool": known_tool(&record.tool),
+        "status": record.status.as_str(),
+        "status_message": record.status_message,
+        "created_unix_ms": unix_ms(record.created_at),
+        "age_ms": millis(now.duration_since(record.created_at).unwrap_or_default()),
+        "ttl_ms": record.ttl.map(millis),
+        "poll_interval_ms": record.poll_interval.map(millis),
+        "updated_unix_ms": unix_ms(record.updated_at),
+        "outcome": outcome_state(record),
+    })
+    .to_string()
+}
+
+fn known_tool(tool: &str) -> Option<&str> {
+    (tool != UNKNOWN_TOOL).then_some(tool)
+}
+
+/// Milliseconds since the Unix epoch (0 for a time before it).
+fn unix_ms(at: SystemTime) -> u64 {
+    millis(at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO))
 }
 
 /// A supervisor event, for `watch`: `{"unix_ms":..,"server":..,"event":"state_changed",
@@ -196,6 +276,26 @@ mod tests {
             parsed["error"]["message"],
             "no MCP server named `x` is configured"
         );
+    }
+
+    #[test]
+    fn a_timeout_whose_task_runs_on_names_it() {
+        let created = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+        let handle =
+            TaskHandle::new("jobs", "t-9", "build", created).ttl(Some(Duration::from_secs(60)));
+        let timeout: Result<Value, Error> = Err(Error::TaskTimeout {
+            handle: Box::new(handle),
+            timeout: Duration::from_millis(500),
+        });
+        let line: Value = serde_json::from_str(&outcome(Some(1), 501, &timeout)).unwrap();
+        assert_eq!(line["error"]["kind"], "timeout");
+        assert_eq!(
+            line["task"],
+            json!({"server": "jobs", "task_id": "t-9", "tool": "build",
+                   "created_unix_ms": 1_700_000_000_000_u64, "ttl_ms": 60_000})
+        );
+        let unknown = TaskHandle::new("jobs", "t-9", UNKNOWN_TOOL, created);
+        assert_eq!(task(&unknown)["tool"], Value::Null);
     }
 
     #[test]

@@ -32,14 +32,17 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the tokens are kept: `--token-store`, else the user's config directory.
 pub(crate) fn store_path(given: Option<PathBuf>) -> Option<PathBuf> {
-    if given.is_some() {
-        return given;
-    }
+    given.or_else(|| Some(data_dir()?.join("tokens.json")))
+}
+
+/// mcpctl's directory of what it keeps (tokens, tasks): `$XDG_CONFIG_HOME/mcpctl`, else
+/// `~/.config/mcpctl`; `None` without either variable.
+pub(crate) fn data_dir() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".config"),
     };
-    Some(base.join("mcpctl").join("tokens.json"))
+    Some(base.join("mcpctl"))
 }
 
 /// Gives the HTTP servers among `configs` the token file: a server with an OAuth

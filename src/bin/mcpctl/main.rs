@@ -19,6 +19,9 @@
 //! prompt [SERVER] NAME [K=V...]    prompts/get
 //! watch                            every state change and notification, until Ctrl-C
 //! login [SERVER] [--no-browser]    OAuth in the browser; the tokens kept in --token-store
+//! tasks list [SERVER]              the tasks in --task-store: id, server, tool, status, age
+//! tasks show|wait|cancel           ask the server how a task does, wait for its end (as long
+//!       [SERVER] TASK_ID           as --timeout), or cancel it; `call --task` starts one
 //! completions SHELL                a completion script for bash, zsh, fish, elvish, powershell
 //! ```
 //!
@@ -61,6 +64,8 @@
 //! - `stdout.rs`: every line printed on stdout (`out!`), and a reader that goes away early.
 //! - `event_printer.rs`: one line per supervisor event, for `watch`.
 //! - `login.rs`: the token file every command uses, and `login`'s browser and loopback callback.
+//! - `tasks.rs`: the task store every command passes the supervisor, `call --task` and the
+//!   `tasks` commands.
 
 /// `println!` for stdout, that ends mcpctl quietly when the reader goes away (see `stdout.rs`).
 macro_rules! out {
@@ -85,6 +90,7 @@ mod progress;
 mod session;
 mod source;
 mod stdout;
+mod tasks;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -92,9 +98,10 @@ use std::process::ExitCode;
 use actix::System;
 use clap::{CommandFactory, Parser};
 
-use crate::action::Action;
+use crate::action::{Action, TaskAction};
 use crate::cli::{Cli, Command};
 use crate::source::Servers;
+use crate::tasks::TaskContext;
 
 const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
@@ -113,8 +120,16 @@ fn main() -> ExitCode {
         return ExitCode::from(stdout::exit_code(EXIT_OK, false));
     }
     init_tracing();
-    let (action, servers) = match plan(cli.source, cli.command) {
-        Ok(plan) => plan,
+    let (action, servers, tasks) = match plan(cli.source, cli.command) {
+        Ok(Plan::Store { server, store }) => {
+            let code = tasks::list(&store, server.as_deref(), cli.json);
+            return ExitCode::from(stdout::exit_code(code, false));
+        }
+        Ok(Plan::Run {
+            action,
+            servers,
+            tasks,
+        }) => (action, servers, tasks),
         Err(Problem::Usage(message)) => {
             // clap's format and exit code, for what clap alone could not check.
             Cli::command()
@@ -127,7 +142,7 @@ fn main() -> ExitCode {
         }
     };
     let system = System::new();
-    let code = system.block_on(session::run(action, servers, cli.json));
+    let code = system.block_on(session::run(action, servers, cli.json, tasks));
     // Dropping the system (not `process::exit`) lets anything still running clean up.
     drop(system);
     ExitCode::from(code)
@@ -139,11 +154,28 @@ enum Problem {
     Config(String),
 }
 
+/// What to do: run a command with the servers, or read the task store alone (`tasks list`).
+/// One value, made once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Plan {
+    Run {
+        action: Action,
+        servers: Servers,
+        tasks: TaskContext,
+    },
+    Store {
+        server: Option<String>,
+        store: std::sync::Arc<mcp_supervisor::tasks::SqliteTaskStore>,
+    },
+}
+
 /// The command resolved and the servers it may start: the one given on the command line, or
-/// those of the file (only the one the command names, if it names one). The file's invalid
-/// entries are reported on stderr here, except for `status`, which shows them as rows.
-fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), Problem> {
+/// those of the file (only the one the command names, if it names one), and the task store.
+/// The file's invalid entries are reported on stderr here, except for `status`, which shows
+/// them as rows.
+fn plan(source: cli::SourceArgs, command: Command) -> Result<Plan, Problem> {
     let single = source::single_server(&source, command.stdio_command()).map_err(Problem::Usage)?;
+    let again = tasks::Again::new(&source, command.stdio_command());
     let login = match &command {
         Command::Login { no_browser, .. } => Some(!no_browser),
         _ => None,
@@ -151,6 +183,16 @@ fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), 
     let token_store = login::store_path(source.token_store.clone());
     let action =
         Action::resolve(command, single.as_ref().map(|s| s.name())).map_err(Problem::Usage)?;
+    // The commands about tasks cannot do without the store; the others can.
+    let needed = matches!(action, Action::Tasks(_) | Action::Call { task: true, .. });
+    let store = tasks::open(tasks::store_path(source.task_store.clone()), needed)
+        .map_err(Problem::Config)?;
+    if let (Action::Tasks(TaskAction::List { server }), Some(store)) = (&action, &store) {
+        return Ok(Plan::Store {
+            server: server.clone(),
+            store: store.clone(),
+        });
+    }
     let servers = match single {
         Some(server) => Servers::single(server),
         None => {
@@ -172,7 +214,11 @@ fn plan(source: cli::SourceArgs, command: Command) -> Result<(Action, Servers), 
     if servers.configs.is_empty() {
         return Err(Problem::Config("no valid server to start".into()));
     }
-    Ok((action, servers))
+    Ok(Plan::Run {
+        action,
+        servers,
+        tasks: TaskContext { store, again },
+    })
 }
 
 fn init_tracing() {

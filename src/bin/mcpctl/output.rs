@@ -104,7 +104,7 @@ fn truncated(why: &str) -> String {
 }
 
 /// Left-aligned columns two spaces apart; the last one is not padded.
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
+pub(crate) fn print_table(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

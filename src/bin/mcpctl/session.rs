@@ -17,11 +17,13 @@ use crate::output::show_duration;
 use crate::progress::Spinners;
 use crate::source::Servers;
 use crate::stdout;
+use crate::tasks::TaskContext;
 use crate::{EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 
 /// Starts the servers, runs `action` until it ends or Ctrl-C, shuts the servers down; answers
-/// the exit code. `json`: the command prints JSON lines.
-pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
+/// the exit code. `json`: the command prints JSON lines. The supervisor keeps its tasks in
+/// `tasks`' store, when there is one.
+pub(crate) async fn run(action: Action, servers: Servers, json: bool, tasks: TaskContext) -> u8 {
     let Servers {
         configs,
         invalid,
@@ -31,11 +33,13 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
     let width = configs.iter().map(|s| s.name().len()).max().unwrap_or(0);
     let (tx, events) = mpsc::unbounded_channel();
     let tap = EventTap(tx).start();
-    let sup = match Supervisor::builder()
+    let mut builder = Supervisor::builder()
         .servers(configs)
-        .subscriber(tap.recipient())
-        .start()
-    {
+        .subscriber(tap.recipient());
+    if let Some(store) = &tasks.store {
+        builder = builder.task_store(store.clone());
+    }
+    let sup = match builder.start() {
         Ok(sup) => sup,
         Err(e) => {
             eprintln!("mcpctl: {e}");
@@ -50,6 +54,7 @@ pub(crate) async fn run(action: Action, servers: Servers, json: bool) -> u8 {
         invalid,
         disabled,
         file,
+        tasks,
     };
     let watching = matches!(action, Action::Watch { .. });
     // `biased`: a command that has finished keeps its own code, even when stdout closed
@@ -106,6 +111,8 @@ pub(crate) struct Session {
     pub(crate) disabled: Vec<String>,
     /// The config file and how it was read (`watch --reload`).
     pub(crate) file: Option<(std::path::PathBuf, mcp_supervisor::LoadOptions)>,
+    /// The task store, and how a later mcpctl names a task's server.
+    pub(crate) tasks: TaskContext,
 }
 
 impl Session {
