@@ -102,3 +102,20 @@ pub use store::{
 
 #[cfg(test)]
 mod tests;
+
+/// What reaches `config`'s server, digested (hex SHA-256 of its URL, or of its command line
+/// and working directory): the identity a [`TaskRecord`] keeps beside the server's name, so
+/// that a task is never asked about on another server that took the name. Neither the
+/// environment nor the headers are in it: a rotated token is the same server.
+pub fn server_identity(config: &crate::config::ServerConfig) -> String {
+    use crate::config::Transport;
+    let what = match config.transport() {
+        Transport::Stdio(stdio) => serde_json::json!({
+            "stdio": stdio.command,
+            "args": stdio.args,
+            "cwd": stdio.cwd.as_ref().map(|d| d.display().to_string()),
+        }),
+        Transport::Http(http) => serde_json::json!({"http": http.url}),
+    };
+    arguments_digest(&what)
+}

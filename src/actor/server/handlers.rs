@@ -259,7 +259,24 @@ impl Handler<AwaitTask> for ServerActor {
 
     fn handle(&mut self, msg: AwaitTask, ctx: &mut Context<Self>) -> Self::Result {
         let slot = Slot::empty(reply::tool_result, "AwaitTask");
-        match self.own_task(&msg.handle) {
+        let delivered = self
+            .tasks
+            .as_ref()
+            .is_some_and(|tasks| tasks.delivered(&msg.handle.task_id));
+        let known = self.own_task(&msg.handle).and_then(|()| {
+            if delivered {
+                // Asking the server again could hand the outcome out a second time.
+                Err(Error::TaskLost {
+                    server: msg.handle.server.clone(),
+                    tool: msg.handle.tool.clone(),
+                    task_id: crate::protocol::text::server_text(&msg.handle.task_id),
+                    reason: "its outcome was delivered already, to an earlier AwaitTask".into(),
+                })
+            } else {
+                Ok(())
+            }
+        });
+        match known {
             Ok(()) => {
                 self.session
                     .await_task(msg.handle, msg.timeout, slot.clone(), self.clock.now());

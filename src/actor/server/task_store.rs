@@ -11,11 +11,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde_json::json;
-
-use crate::config::{ServerConfig, Transport};
+use crate::config::ServerConfig;
 use crate::session::{Restored, TaskWrite};
-use crate::tasks::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskUpdate};
+use crate::tasks::{server_identity, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskUpdate};
 
 /// A server's tasks in the application's store.
 pub(crate) struct TaskPersistence {
@@ -29,7 +27,7 @@ impl TaskPersistence {
         TaskPersistence {
             store,
             server: config.name().to_owned(),
-            identity: identity(config),
+            identity: server_identity(config),
         }
     }
 
@@ -104,8 +102,20 @@ impl TaskPersistence {
         }
     }
 
-    /// The tasks the store kept for this server (this identity), not delivered yet.
+    /// Whether the store says task `task_id`'s outcome was delivered already.
+    pub fn delivered(&self, task_id: &str) -> bool {
+        matches!(
+            self.store.get(&self.key(task_id)),
+            Ok(Some(record)) if record.delivered && record.server_identity == self.identity
+        )
+    }
+
+    /// The tasks the store kept for this server (this identity), not delivered yet; what it
+    /// no longer needs to keep (expired, or delivered long ago) is purged first.
     pub fn restore(&self) -> Vec<Restored> {
+        if let Err(error) = self.store.purge(SystemTime::now()) {
+            tracing::warn!(server = %self.server, error = %error, "the task store could not be purged");
+        }
         let records = match self.store.list(Some(&self.server)) {
             Ok(records) => records,
             Err(error) => {
@@ -154,17 +164,4 @@ impl TaskPersistence {
             })
             .collect()
     }
-}
-
-/// What reaches the server, digested: the same digest means the same server.
-fn identity(config: &ServerConfig) -> String {
-    let what = match config.transport() {
-        Transport::Stdio(stdio) => json!({
-            "stdio": stdio.command,
-            "args": stdio.args,
-            "cwd": stdio.cwd.as_ref().map(|d| d.display().to_string()),
-        }),
-        Transport::Http(http) => json!({"http": http.url}),
-    };
-    arguments_digest(&what)
 }

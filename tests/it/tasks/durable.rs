@@ -71,9 +71,17 @@ async fn a_task_outlives_its_supervisor_and_its_outcome_is_delivered_once() {
     assert_eq!(text_of(&result), "done");
     sup.send(Shutdown).await.unwrap();
 
-    // Delivered: a third start has nothing left to follow or deliver.
+    // Delivered: a third start has nothing left to follow or deliver, and awaiting the
+    // handle again does not ask the server for the outcome a second time.
     let sup = supervise(&path(&dir));
     assert!(followed(&sup).await.is_empty());
+    let again = sup
+        .send(AwaitTask::new(handle.clone()))
+        .await
+        .unwrap()
+        .expect_err("delivered already");
+    assert_eq!(again.kind(), mcp_supervisor::ErrorKind::OutcomeUnknown);
+    assert!(again.to_string().contains("delivered already"), "{again}");
     let store = SqliteTaskStore::open(path(&dir).join("tasks.sqlite3")).unwrap();
     let record = store.list(Some("jobs")).unwrap();
     assert!(record.iter().all(|r| r.delivered), "{record:?}");
