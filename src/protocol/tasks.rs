@@ -155,6 +155,56 @@ fn rpc_error(error: &Value) -> Result<RpcError, String> {
     })
 }
 
+/// Reads a task of the 2025-11-25 revision's experimental tasks out of `value` (a
+/// `CreateTaskResult`'s `task`, or a `tasks/get` result): the same fields but for `ttl` and
+/// `pollInterval` (milliseconds), and no outcome inlined — that comes from `tasks/result`.
+pub fn parse_experimental_task(value: &Value) -> Result<TaskState, String> {
+    let Value::Object(task) = value else {
+        return Err("the task is not an object".into());
+    };
+    // The same checks, under the names of the extension.
+    let mut renamed = task.clone();
+    for (old, new) in [("ttl", "ttlMs"), ("pollInterval", "pollIntervalMs")] {
+        if let Some(v) = renamed.remove(old) {
+            renamed.insert(new.into(), v);
+        }
+    }
+    for inlined in ["result", "error", "inputRequests"] {
+        renamed.remove(inlined);
+    }
+    // A terminal status' outcome is fetched with tasks/result: stand in an empty one for the
+    // check, and keep no detail.
+    match renamed.get("status").and_then(Value::as_str) {
+        Some("completed") => {
+            renamed.insert("result".into(), Value::Object(Map::new()));
+        }
+        Some("failed") => {
+            renamed.insert(
+                "error".into(),
+                serde_json::json!({"code": 0, "message": ""}),
+            );
+        }
+        Some("input_required") => {
+            renamed.insert("inputRequests".into(), Value::Object(Map::new()));
+        }
+        _ => {}
+    }
+    let mut state = parse_task(&Value::Object(renamed))?;
+    state.detail = Detail::None;
+    Ok(state)
+}
+
+/// The session era's experimental tasks: whether a server whose `capabilities` these are
+/// takes task-augmented `tools/call`s (`tasks.requests.tools.call`).
+pub fn experimental_tool_tasks(capabilities: &Map<String, Value>) -> bool {
+    capabilities
+        .get("tasks")
+        .and_then(|t| t.get("requests"))
+        .and_then(|r| r.get("tools"))
+        .and_then(|t| t.get("call"))
+        .is_some_and(Value::is_object)
+}
+
 /// `capabilities` with the extension declared in its `extensions` (kept as they are
 /// otherwise).
 pub fn declare(capabilities: &Value) -> Value {
@@ -282,6 +332,31 @@ mod tests {
             let error = parse_task(&value).expect_err("invalid");
             assert!(error.contains(expected), "{error} for {value}");
         }
+    }
+
+    #[test]
+    fn an_experimental_task_reads_as_one_of_the_extension_without_its_outcome() {
+        let task = json!({"taskId": "t", "status": "completed", "ttl": 60000,
+                          "pollInterval": 500, "createdAt": "2025-11-25T10:00:00Z"});
+        let state = parse_experimental_task(&task).expect("a task");
+        assert_eq!(state.status, TaskStatus::Completed);
+        assert_eq!(state.ttl, Some(Duration::from_secs(60)));
+        assert_eq!(state.poll_interval, Some(Duration::from_millis(500)));
+        assert_eq!(
+            state.detail,
+            Detail::None,
+            "its outcome comes from tasks/result"
+        );
+        for status in ["working", "input_required", "failed", "cancelled"] {
+            let task = json!({"taskId": "t", "status": status});
+            assert!(parse_experimental_task(&task).is_ok(), "{status}");
+        }
+        assert!(parse_experimental_task(&json!({"taskId": "t", "status": "odd"})).is_err());
+        let caps = json!({"tasks": {"list": {}, "requests": {"tools": {"call": {}}}}});
+        assert!(experimental_tool_tasks(caps.as_object().unwrap()));
+        assert!(!experimental_tool_tasks(
+            json!({"tasks": {}}).as_object().unwrap()
+        ));
     }
 
     #[test]

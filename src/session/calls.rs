@@ -641,6 +641,14 @@ impl CallTable {
         params.get("arguments").cloned()
     }
 
+    /// Whether request `id` is a written call sent task-augmented.
+    pub fn is_task_augmented(&self, id: &Id) -> bool {
+        id.as_ours()
+            .and_then(|wire_id| self.written(wire_id))
+            .and_then(|key| self.calls.get(&key))
+            .is_some_and(|c| c.task_augmented)
+    }
+
     /// Whether call `key` asked to be answered with its task at once.
     pub fn starts_task(&self, key: u64) -> bool {
         self.calls.get(&key).is_some_and(|c| c.start_task)

@@ -70,6 +70,8 @@ pub(crate) enum Internal {
     TaskPoll { task_id: String },
     /// The `tasks/update` that answers task `task_id`'s input requests.
     TaskUpdate { task_id: String },
+    /// The `tasks/result` that fetches an ended experimental task's outcome.
+    TaskResult { task_id: String },
 }
 
 /// Where a call's answer goes.
@@ -121,6 +123,9 @@ pub(crate) struct CallEntry {
     /// Answered with the task's handle, should the server run it as a task (see
     /// [`RequestOptions::start_task`](crate::session::request::RequestOptions)).
     pub start_task: bool,
+    /// Sent task-augmented (see
+    /// [`RequestOptions::task_augmented`](crate::session::request::RequestOptions)).
+    pub task_augmented: bool,
     /// The params of the original request, kept once the server asks for input: a re-send
     /// after a lost connection starts the rounds over from them (the server that gave the
     /// state of the later rounds may be gone, and a replacement refuses it).
@@ -223,6 +228,7 @@ impl CallEntry {
             held: false,
             rounds: 0,
             start_task: options.start_task,
+            task_augmented: options.task_augmented,
             first_round: None,
             cut_off: false,
             progress,

@@ -559,10 +559,13 @@ impl Session {
     // ----- calls -----
 
     /// Takes a caller's call, answered on `reply` (at once, if it is refused).
-    pub fn call(&mut self, call: CallRequest, reply: Rc<dyn Reply>, now: Instant) {
+    pub fn call(&mut self, mut call: CallRequest, reply: Rc<dyn Reply>, now: Instant) {
         let situation = situation_of(&self.machine, &self.last_error);
         if let Err(e) = self.calls.admit(&call, &situation) {
             return reply.answer(&self.name, Err(e));
+        }
+        if call.method == "tools/call" && self.settings.tasks {
+            self.augment_for_tasks(&mut call);
         }
         self.open_call(call, Replier::Caller(reply), now);
         let sweep = || saturating_add(now, CALLER_SWEEP);
@@ -682,6 +685,9 @@ impl Session {
                     }
                     Internal::TaskPoll { task_id } => self.task_polled(task_id, outcome, now),
                     Internal::TaskUpdate { task_id } => self.task_updated(task_id, outcome, now),
+                    Internal::TaskResult { task_id } => {
+                        self.task_result_fetched(task_id, outcome, now)
+                    }
                 }
             }
         }
@@ -800,6 +806,9 @@ impl Session {
                 live.proven = true;
                 // A modern result is looked into (does it ask for input?); a legacy one goes
                 // to its caller as it came, parsed there once into what the caller wants.
+                if live.wire.era() == Era::Legacy && self.calls.is_task_augmented(&id) {
+                    return self.on_augmented_response(&id, result, now);
+                }
                 let reparsed = match (live.wire.era() == Era::Modern).then(|| result.to_value()) {
                     Some(Ok(parsed)) => return self.on_modern_response(&id, parsed, now),
                     // Not parsed: the call is answered with why, as any unparsable result,

@@ -62,6 +62,9 @@ pub(crate) struct RequestOptions {
     /// A `tools/call` the server runs as a task is answered with the task's handle at once
     /// ([`StartTask`](crate::StartTask)), not with its end.
     pub start_task: bool,
+    /// A session-era `tools/call` sent task-augmented (`params.task`, the 2025-11-25
+    /// revision's experimental tasks): its answer may be a task.
+    pub task_augmented: bool,
 }
 
 impl Default for RequestOptions {
@@ -74,6 +77,7 @@ impl Default for RequestOptions {
             reset_timeout_on_progress: None,
             parent: tracing::Span::none(),
             start_task: false,
+            task_augmented: false,
         }
     }
 }

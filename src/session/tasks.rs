@@ -33,8 +33,10 @@ use crate::error::Error;
 use crate::policy::deadline::saturating_add;
 use crate::policy::retry::RetryPolicy;
 use crate::policy::task_poll;
-use crate::protocol::jsonrpc::codes;
+use crate::protocol::era::Era;
+use crate::protocol::jsonrpc::{codes, Id};
 use crate::protocol::mrtr::InputRequest;
+use crate::protocol::response::RawResult;
 use crate::protocol::tasks::{self, Detail, TaskState, TaskStatus};
 use crate::protocol::text::server_text;
 use crate::tasks::TaskHandle;
@@ -56,6 +58,9 @@ pub(crate) enum Next {
     /// Ask the application's handler these (the keys not answered yet), then send the answers
     /// with `tasks/update`.
     Ask(Vec<InputRequest>),
+    /// It ended (the session era's experimental tasks): fetch its outcome with
+    /// `tasks/result`.
+    FetchResult,
     /// It ended: answer these callers (call keys) with the outcome. Should none of them take
     /// it (they left meanwhile), it goes back with [`TaskTable::unclaimed`].
     Done {
@@ -164,6 +169,9 @@ struct Task {
     /// Polls in a row that got no answer.
     failed_polls: u32,
     polls: u64,
+    /// The 2025-11-25 revision's experimental task: read with its own field names, and its
+    /// outcome fetched with `tasks/result` once it ended.
+    experimental: bool,
 }
 
 /// The tasks of one server.
@@ -219,6 +227,7 @@ impl TaskTable {
         first_poll: Instant,
         now: Instant,
         arguments_digest: String,
+        experimental: bool,
     ) -> Next {
         let handle = TaskHandle::new(
             self.server.to_string(),
@@ -248,6 +257,7 @@ impl TaskTable {
             waiters: waiter.into_iter().collect(),
             failed_polls: 0,
             polls: 0,
+            experimental,
         };
         let id = state.task_id.clone();
         self.writes.push(TaskWrite::Created {
@@ -294,6 +304,12 @@ impl TaskTable {
         let next_poll = next_poll(task.poll_interval);
         if state.ttl.is_some() {
             task.handle.ttl = state.ttl;
+        }
+        if task.experimental && matches!(state.status, TaskStatus::Completed | TaskStatus::Failed) {
+            // Its outcome is not in the task: `tasks/result` fetches it. Not asked again
+            // meanwhile.
+            task.next_poll = None;
+            return Next::FetchResult;
         }
         let outcome = match state.detail {
             Detail::Result(result) => Ok(result),
@@ -420,8 +436,14 @@ impl TaskTable {
         answer: Result<Value, Error>,
         next_poll: impl FnOnce(Option<Duration>) -> Instant,
     ) -> Next {
+        let experimental = self.tasks.get(id).is_some_and(|t| t.experimental);
+        let parse = if experimental {
+            tasks::parse_experimental_task
+        } else {
+            tasks::parse_task
+        };
         let error = match answer {
-            Ok(result) => match tasks::parse_task(&result) {
+            Ok(result) => match parse(&result) {
                 Ok(state) if state.task_id == id => return self.learnt(id, state, next_poll),
                 Ok(state) => Error::invalid_response(
                     &self.server,
@@ -479,6 +501,34 @@ impl TaskTable {
         Next::Wait
     }
 
+    /// The answer to the `tasks/result` of task `id` (experimental tasks): its outcome, as the
+    /// call would have been answered; or, when it could not be fetched, asked about again at
+    /// `next_poll`.
+    pub fn result_fetched(
+        &mut self,
+        id: &str,
+        answer: Result<Value, Error>,
+        next_poll: Instant,
+    ) -> Next {
+        match answer {
+            Ok(result) => self.end(id, Ok(result)),
+            Err(Error::Rpc {
+                code,
+                message,
+                data,
+                ..
+            }) if code != codes::INVALID_PARAMS => {
+                let error = crate::protocol::jsonrpc::RpcError {
+                    code,
+                    message,
+                    data,
+                };
+                self.end(id, Err(Error::rpc(&self.server, "tools/call", error)))
+            }
+            Err(error) => self.polled(id, Err(error), |_| next_poll),
+        }
+    }
+
     /// The `tasks/update` of task `id` was answered (or failed: its keys stay answered, never
     /// sent twice); the task is asked again at `next_poll`.
     pub fn updated(&mut self, id: &str, answer: Result<(), Error>, next_poll: Instant) {
@@ -526,6 +576,7 @@ impl TaskTable {
             waiters: vec![waiter],
             failed_polls: 0,
             polls: 0,
+            experimental: false,
         };
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
@@ -561,6 +612,7 @@ impl TaskTable {
             waiters: Vec::new(),
             failed_polls: 0,
             polls: 0,
+            experimental: false,
         };
         self.tasks.insert(id.clone(), task);
         self.schedule(&id, now);
@@ -709,6 +761,11 @@ impl Session {
     /// Call `key` was answered with task `state`: it waits for the task's end, which the
     /// session polls for.
     pub(super) fn task_created(&mut self, key: u64, state: TaskState, now: Instant) {
+        self.task_created_as(key, state, false, now)
+    }
+
+    /// As [`Session::task_created`], for a task of either flavour.
+    fn task_created_as(&mut self, key: u64, state: TaskState, experimental: bool, now: Instant) {
         let start_only = self.calls.starts_task(key);
         let digest = self
             .calls
@@ -723,7 +780,12 @@ impl Session {
         if start_only {
             // The caller wants the handle now, and will await the task (or not) later: once
             // the store has it.
-            let next = self.tasks.adopt(state, tool, None, first, now, digest);
+            let next = self
+                .tasks
+                .adopt(state, tool, None, first, now, digest, experimental);
+            if matches!(next, Next::FetchResult) {
+                self.fetch_result(&id, now);
+            }
             if let Some(handle) = self.tasks.handle(&id).cloned() {
                 self.flush_task_writes();
                 self.commands
@@ -740,7 +802,9 @@ impl Session {
             }
             return self.rearm_task_polls(now);
         }
-        let next = self.tasks.adopt(state, tool, Some(key), first, now, digest);
+        let next = self
+            .tasks
+            .adopt(state, tool, Some(key), first, now, digest, experimental);
         self.on_task_next(&id, next, now);
     }
 
@@ -788,6 +852,7 @@ impl Session {
     pub(super) fn on_task_next(&mut self, id: &str, next: Next, now: Instant) {
         match next {
             Next::Wait => {}
+            Next::FetchResult => self.fetch_result(id, now),
             Next::Ask(requests) => {
                 self.commands.push_back(Command::AskInput(InputAsk {
                     requests,
@@ -961,6 +1026,94 @@ impl Session {
         self.on_task_next(&task_id, next, now);
     }
 
+    /// Fetches an ended experimental task's outcome (`tasks/result`).
+    fn fetch_result(&mut self, task_id: &str, now: Instant) {
+        let params = tasks::task_params(task_id);
+        let call = self.own_call("tasks/result", params, RetryPolicy::Always);
+        let task_id = task_id.to_owned();
+        self.open_call(
+            call,
+            Replier::Session(Internal::TaskResult { task_id }),
+            now,
+        );
+    }
+
+    /// The answer to the `tasks/result` of task `task_id`.
+    pub(super) fn task_result_fetched(
+        &mut self,
+        task_id: String,
+        outcome: Result<Payload, Error>,
+        now: Instant,
+    ) {
+        let answer = outcome.and_then(|payload| payload_value(&self.name, payload));
+        let next_poll = self.next_poll(self.tasks.poll_interval(&task_id), now);
+        let next = self.tasks.result_fetched(&task_id, answer, next_poll);
+        self.on_task_next(&task_id, next, now);
+    }
+
+    /// Sends a session-era `tools/call` task-augmented (`params.task`, the 2025-11-25
+    /// revision's experimental tasks) when the server takes them for tools and the tool says it
+    /// may run as one (`execution.taskSupport`): its answer may then be a task, polled as the
+    /// extension's are.
+    pub(super) fn augment_for_tasks(&mut self, call: &mut CallRequest) {
+        let Some(negotiated) = self.era.negotiated().filter(|n| n.era == Era::Legacy) else {
+            return;
+        };
+        if !tasks::experimental_tool_tasks(negotiated.capabilities.object()) {
+            return;
+        }
+        let Some(params) = call.params.as_ref() else {
+            return;
+        };
+        let name = match &call.tool {
+            Some(tool) => Some(tool.clone()),
+            None => params.name().map(|n| n.into_owned()),
+        };
+        let allows = name.is_some_and(|name| {
+            self.tools
+                .list()
+                .iter()
+                .any(|t| t.name == name && t.task_support().allows_tasks())
+        });
+        if !allows {
+            return;
+        }
+        let mut value = params.to_value();
+        if let Value::Object(map) = &mut value {
+            map.entry("task")
+                .or_insert_with(|| Value::Object(Map::new()));
+            call.params = Some(super::request::Params::of_value(&value));
+            call.options.task_augmented = true;
+        }
+    }
+
+    /// The answer to a task-augmented session-era `tools/call`: a `CreateTaskResult` (its
+    /// `task`), or the tool's result (a server may answer at once).
+    pub(super) fn on_augmented_response(&mut self, id: &Id, result: RawResult, now: Instant) {
+        let call = id
+            .as_ours()
+            .and_then(|wire_id| self.calls.written_call(wire_id))
+            .map(|(key, _)| key);
+        let (Some(key), Ok(value)) = (call, result.to_value()) else {
+            if let Some(reparsed) = self.calls.on_raw_response(id, result) {
+                self.on_reparsed(reparsed, now);
+            }
+            return;
+        };
+        match value.get("task") {
+            Some(task) if value.get("content").is_none() => {
+                match tasks::parse_experimental_task(task) {
+                    Ok(state) => self.task_created_as(key, state, true, now),
+                    Err(why) => {
+                        let error = Error::invalid_response(&self.name, "tools/call", why);
+                        self.calls.fail_call(key, error);
+                    }
+                }
+            }
+            _ => self.calls.on_response(id, value),
+        }
+    }
+
     /// Sends the application's answers to task `task_id`'s input requests (`tasks/update`).
     /// Not re-sent after a lost connection: an input key is answered at most once.
     pub(super) fn update_task(
@@ -1056,6 +1209,7 @@ mod tests {
             now + 100 * MS,
             now,
             String::new(),
+            false,
         );
         assert!(matches!(next, Next::Wait));
         assert_eq!(table.next_due(), Some(now + 100 * MS));
@@ -1089,6 +1243,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         table.adopt(
             state(working("c")),
@@ -1097,6 +1252,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         let failed = json!({"taskId": "f", "status": "failed",
                             "error": {"code": -32603, "message": "boom"}});
@@ -1126,6 +1282,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
@@ -1159,6 +1316,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         let gone = Error::rpc(
             "s",
@@ -1189,6 +1347,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         table.due(now);
         let timeout = Error::Timeout {
@@ -1224,6 +1383,7 @@ mod tests {
             now,
             now,
             String::new(),
+            false,
         );
         let handle = table.waiter_left(1).expect("a task");
         assert_eq!(
@@ -1254,6 +1414,7 @@ mod tests {
                 now,
                 now,
                 String::new(),
+                false,
             );
             table.waiter_left(n as u64);
             let done = json!({"taskId": id, "status": "cancelled"});
@@ -1269,7 +1430,7 @@ mod tests {
         let mut table = table();
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
         assert!(matches!(
-            table.adopt(state(done), "job".into(), Some(3), now, now, String::new()),
+            table.adopt(state(done), "job".into(), Some(3), now, now, String::new(), false),
             Next::Done { waiters, .. } if waiters == [3]
         ));
         assert_eq!(table.len(), 0);

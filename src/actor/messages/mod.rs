@@ -183,6 +183,7 @@ impl From<CallOptions> for RequestOptions {
             reset_timeout_on_progress: options.reset_timeout_on_progress,
             parent: options.parent,
             start_task: false,
+            task_augmented: false,
         }
     }
 }

@@ -5,4 +5,5 @@
 #[cfg(feature = "sqlite")]
 mod durable;
 mod http;
+mod session_era;
 mod stdio;
