@@ -152,6 +152,17 @@ pub(crate) enum Restored {
     },
 }
 
+/// Where a task comes from: the call the server answered with it.
+#[derive(Debug, Default)]
+pub(crate) struct Origin {
+    /// The tool the call called.
+    pub tool: String,
+    /// The digest of its arguments, when known.
+    pub arguments_digest: String,
+    /// The 2025-11-25 revision's experimental task (see [`Task::experimental`]).
+    pub experimental: bool,
+}
+
 /// One task.
 struct Task {
     handle: TaskHandle,
@@ -222,13 +233,16 @@ impl TaskTable {
     pub fn adopt(
         &mut self,
         state: TaskState,
-        tool: String,
+        origin: Origin,
         waiter: Option<u64>,
         first_poll: Instant,
         now: Instant,
-        arguments_digest: String,
-        experimental: bool,
     ) -> Next {
+        let Origin {
+            tool,
+            arguments_digest,
+            experimental,
+        } = origin;
         let handle = TaskHandle::new(
             self.server.to_string(),
             state.task_id.clone(),
@@ -780,9 +794,12 @@ impl Session {
         if start_only {
             // The caller wants the handle now, and will await the task (or not) later: once
             // the store has it.
-            let next = self
-                .tasks
-                .adopt(state, tool, None, first, now, digest, experimental);
+            let origin = Origin {
+                tool,
+                arguments_digest: digest,
+                experimental,
+            };
+            let next = self.tasks.adopt(state, origin, None, first, now);
             if matches!(next, Next::FetchResult) {
                 self.fetch_result(&id, now);
             }
@@ -802,9 +819,12 @@ impl Session {
             }
             return self.rearm_task_polls(now);
         }
-        let next = self
-            .tasks
-            .adopt(state, tool, Some(key), first, now, digest, experimental);
+        let origin = Origin {
+            tool,
+            arguments_digest: digest,
+            experimental,
+        };
+        let next = self.tasks.adopt(state, origin, Some(key), first, now);
         self.on_task_next(&id, next, now);
     }
 
@@ -1198,19 +1218,18 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    fn job() -> Origin {
+        Origin {
+            tool: "job".into(),
+            ..Origin::default()
+        }
+    }
+
     #[test]
     fn a_task_is_polled_when_due_and_ends_for_its_caller() {
         let now = Instant::now();
         let mut table = table();
-        let next = table.adopt(
-            state(working("t")),
-            "job".into(),
-            Some(7),
-            now + 100 * MS,
-            now,
-            String::new(),
-            false,
-        );
+        let next = table.adopt(state(working("t")), job(), Some(7), now + 100 * MS, now);
         assert!(matches!(next, Next::Wait));
         assert_eq!(table.next_due(), Some(now + 100 * MS));
         assert!(table.due(now + 99 * MS).is_empty());
@@ -1236,24 +1255,8 @@ mod tests {
     fn failed_and_cancelled_tasks_end_with_typed_errors() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(
-            state(working("f")),
-            "job".into(),
-            Some(1),
-            now,
-            now,
-            String::new(),
-            false,
-        );
-        table.adopt(
-            state(working("c")),
-            "job".into(),
-            Some(2),
-            now,
-            now,
-            String::new(),
-            false,
-        );
+        table.adopt(state(working("f")), job(), Some(1), now, now);
+        table.adopt(state(working("c")), job(), Some(2), now, now);
         let failed = json!({"taskId": "f", "status": "failed",
                             "error": {"code": -32603, "message": "boom"}});
         let Next::Done { outcome, .. } = table.polled("f", Ok(failed), |_| now) else {
@@ -1275,15 +1278,7 @@ mod tests {
     fn an_input_key_is_asked_once_however_often_a_poll_shows_it() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(
-            state(working("t")),
-            "job".into(),
-            Some(1),
-            now,
-            now,
-            String::new(),
-            false,
-        );
+        table.adopt(state(working("t")), job(), Some(1), now, now);
         let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
         let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), |_| now) else {
@@ -1309,15 +1304,7 @@ mod tests {
     fn an_unknown_task_is_lost_with_an_unknown_outcome() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(
-            state(working("t")),
-            "job".into(),
-            Some(1),
-            now,
-            now,
-            String::new(),
-            false,
-        );
+        table.adopt(state(working("t")), job(), Some(1), now, now);
         let gone = Error::rpc(
             "s",
             "tasks/get",
@@ -1340,15 +1327,7 @@ mod tests {
     fn a_failed_poll_asks_again_and_an_unreadable_answer_gives_up() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(
-            state(working("t")),
-            "job".into(),
-            Some(1),
-            now,
-            now,
-            String::new(),
-            false,
-        );
+        table.adopt(state(working("t")), job(), Some(1), now, now);
         table.due(now);
         let timeout = Error::Timeout {
             server: "s".into(),
@@ -1376,15 +1355,7 @@ mod tests {
     fn a_task_whose_caller_left_runs_on_and_its_outcome_is_kept() {
         let now = Instant::now();
         let mut table = table();
-        table.adopt(
-            state(working("t")),
-            "job".into(),
-            Some(1),
-            now,
-            now,
-            String::new(),
-            false,
-        );
+        table.adopt(state(working("t")), job(), Some(1), now, now);
         let handle = table.waiter_left(1).expect("a task");
         assert_eq!(
             (handle.task_id.as_str(), handle.tool.as_str()),
@@ -1407,15 +1378,7 @@ mod tests {
         let mut table = table();
         for n in 0..MAX_KEPT_OUTCOMES + 10 {
             let id = format!("t{n}");
-            table.adopt(
-                state(working(&id)),
-                "job".into(),
-                Some(n as u64),
-                now,
-                now,
-                String::new(),
-                false,
-            );
+            table.adopt(state(working(&id)), job(), Some(n as u64), now, now);
             table.waiter_left(n as u64);
             let done = json!({"taskId": id, "status": "cancelled"});
             table.polled(&id, Ok(done), |_| now);
@@ -1430,7 +1393,7 @@ mod tests {
         let mut table = table();
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
         assert!(matches!(
-            table.adopt(state(done), "job".into(), Some(3), now, now, String::new(), false),
+            table.adopt(state(done), job(), Some(3), now, now),
             Next::Done { waiters, .. } if waiters == [3]
         ));
         assert_eq!(table.len(), 0);
