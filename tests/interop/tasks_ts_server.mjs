@@ -30,7 +30,8 @@
 // nothing runs while it "works": each tasks/get computes where it is. With $TASKS_DIR set, every
 // task is a JSON file there (written to a temporary file and renamed over the old one), read
 // back at start-up: the tasks outlive a kill -9 of this process. Without it they live in memory
-// and die with it. Every task created is logged on stderr as `task-start <id>`.
+// and die with it. Every task created is logged on stderr as `task-start <id>`, every tasks/get
+// as `task-poll <id> <status>`.
 
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -206,6 +207,7 @@ function build() {
     server.server.setRequestHandler('tasks/get', byId, async ({ taskId }, c) => {
         if (!hasTaskClientCapabilityV2({ _meta: c.mcpReq.envelope })) throw missing();
         const task = known(taskId);
+        log(`task-poll ${taskId} ${task.status}`);
         return checked(GetTaskResultV2Schema, { resultType: 'complete', ...detailed(task) }, 'GetTaskResult');
     });
     // The SDK hands a request's `inputResponses` over as `mcpReq.inputResponses` (the field of

@@ -68,18 +68,25 @@ use crate::common::interop::lines_in;
 use crate::common::*;
 use servers::*;
 
-/// Answers every elicitation with `{"ok": true}`, and records the methods it was asked.
+/// Answers every elicitation with `{"ok": true}`, as a person would: after [`THINKING`], while
+/// the task's polls go on (each shows the same request again). Records what it was asked.
 struct Confirm(Arc<Mutex<Vec<String>>>);
+
+/// How long the "person" takes to answer: three polls or so (every 100 ms, the floor).
+const THINKING: Duration = Duration::from_millis(300);
 
 impl Actor for Confirm {
     type Context = Context<Self>;
 }
 
 impl Handler<ServerRequest> for Confirm {
-    type Result = Result<Value, RpcError>;
+    type Result = ResponseFuture<Result<Value, RpcError>>;
     fn handle(&mut self, request: ServerRequest, _: &mut Context<Self>) -> Self::Result {
         self.0.lock().unwrap().push(request.method);
-        Ok(json!({"action": "accept", "content": {"ok": true}}))
+        Box::pin(async {
+            tokio::time::sleep(THINKING).await;
+            Ok(json!({"action": "accept", "content": {"ok": true}}))
+        })
     }
 }
 
@@ -204,7 +211,8 @@ async fn input(pkg: Pkg) {
         .expect("answered after the input");
     let took = sent.elapsed();
     assert_eq!(text_of(&result), "confirmed");
-    // Polled every 100 ms (the floor; both ask for 50) while it waited: asked once all the same.
+    // Polled every 100 ms (the floor; both ask for 50) while the answer took 300 ms, each poll
+    // showing the same request (under fastmcp-tasks' own key, `<taskId>:<digest>`): asked once.
     assert_eq!(asked.lock().unwrap().as_slice(), ["elicitation/create"]);
     let legs = if pkg == Pkg::Py {
         // The guard pattern: a leg that asked, and one re-entered with the answer.
@@ -224,7 +232,8 @@ async fn input(pkg: Pkg) {
         ),
         "ok",
         &format!(
-            "elicitation asked once, answered with tasks/update; result in {} ms{legs}",
+            "elicitation asked once (answered after {} ms, polls going on), sent with tasks/update; result in {} ms{legs}",
+            ms(THINKING),
             ms(took)
         ),
     );
