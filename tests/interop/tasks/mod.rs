@@ -151,7 +151,7 @@ async fn completion(pkg: Pkg, http: bool) {
     };
     let config = match &server {
         Some(server) => ServerConfig::http(NAME, server.url()),
-        None => pkg.stdio(&servers::Keep::Memory, &runs),
+        None => pkg.stdio(&Keep::Memory, &runs),
     };
     let (sup, events) = supervise(config, Options::default());
     events.ready(NAME, 1).await;
@@ -200,7 +200,7 @@ async fn input(pkg: Pkg) {
         handler: Some(asked.clone()),
         ..Options::default()
     };
-    let (sup, events) = supervise(pkg.stdio(&servers::Keep::Memory, &runs), options);
+    let (sup, events) = supervise(pkg.stdio(&Keep::Memory, &runs), options);
     events.ready(NAME, 1).await;
     let sent = Instant::now();
     let call = CallTool::new(NAME, "ask", json!({"ms": 400})).timeout(Duration::from_secs(30));
@@ -244,7 +244,7 @@ async fn input(pkg: Pkg) {
 async fn cancel(pkg: Pkg) {
     let dir = tempdir();
     let runs = path(&dir).join("runs");
-    let (sup, events) = supervise(pkg.stdio(&servers::Keep::Memory, &runs), Options::default());
+    let (sup, events) = supervise(pkg.stdio(&Keep::Memory, &runs), Options::default());
     events.ready(NAME, 1).await;
     let handle = start(&sup, json!({"ms": 60_000})).await;
     let waiting =
@@ -283,11 +283,11 @@ async fn server_kill(pkg: Pkg) {
         Pkg::Ts => None,
     };
     let durable = match &redis {
-        Some(redis) => servers::Keep::Durable(redis.url().to_owned()),
-        None => servers::Keep::Durable(path(&dir).join("tasks").display().to_string()),
+        Some(redis) => Keep::Durable(redis.url().to_owned()),
+        None => Keep::Durable(path(&dir).join("tasks").display().to_string()),
     };
     let mut figures = Vec::new();
-    for keep in [durable, servers::Keep::Memory] {
+    for keep in [durable, Keep::Memory] {
         let runs = path(&dir).join(format!("runs-{}", figures.len()));
         let (sup, events) = supervise(pkg.stdio(&keep, &runs), Options::default());
         events.ready(NAME, 1).await;
@@ -315,7 +315,7 @@ async fn server_kill(pkg: Pkg) {
         let took = killed.elapsed();
         assert_ne!(status(&sup, NAME).await.pid, Some(before), "respawned");
         match keep {
-            servers::Keep::Durable(_) => {
+            Keep::Durable(_) => {
                 let result = answer.expect("the restarted server finished the task");
                 assert_eq!(text_of(&result), "done");
                 let runs = lines_in(&runs);
@@ -331,7 +331,7 @@ async fn server_kill(pkg: Pkg) {
                     ),
                 });
             }
-            servers::Keep::Memory => {
+            Keep::Memory => {
                 let error = answer.expect_err("the restarted server never heard of the task");
                 assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
                 let store = match pkg {
