@@ -12,6 +12,10 @@
 //!   `auto` (rows marked S).
 //! - `modern`: the 2026-07-28 revision beside the session era (rows marked M), with the
 //!   TypeScript and Python SDK servers and `mcp-server-time`.
+//! - `tasks`: the Tasks extension (rows marked T) against a task server on the TypeScript SDK v2
+//!   with `@modelcontextprotocol/ext-tasks` (`tasks_ts_server.mjs`) and one on `fastmcp-tasks`
+//!   (`tasks_py_server.py`): a task to its end, input, cancel, and a kill -9 of the server and
+//!   of the client process.
 //!
 //! One process runs them all: logs are captured per test (`common::logs`), never by a global
 //! subscriber.
@@ -23,3 +27,4 @@ mod legacy_sse;
 mod memory;
 mod modern;
 mod scenarios;
+mod tasks;
