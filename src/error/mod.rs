@@ -275,7 +275,7 @@ pub enum Error {
     /// The call's deadline passed while the server still ran it as a task. The task was not
     /// cancelled: it runs on, and [`Error::task`] names it, to await it later or cancel it.
     /// A timeout by kind.
-    #[error("server `{}`: tools/call {} timed out after {timeout:?}; it runs on as task `{}`", .handle.server, .handle.tool, .handle.task_id)]
+    #[error("server `{}`: tools/call {} timed out after {timeout:?}; it runs on as task `{}`", .handle.server, Escaped(&.handle.tool), Escaped(&.handle.task_id))]
     TaskTimeout {
         /// The task.
         handle: Box<crate::tasks::TaskHandle>,
@@ -366,6 +366,15 @@ impl fmt::Display for InDir<'_> {
             Some(dir) => write!(f, " in `{dir}`"),
             None => Ok(()),
         }
+    }
+}
+
+/// Text a server chose (a task's id), escaped and bounded where it is shown.
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::protocol::text::server_text(self.0))
     }
 }
 

@@ -62,9 +62,20 @@ pub struct TaskState {
     pub detail: Detail,
 }
 
-/// Reads a task out of `value` (a result, or a notification's params). `Err` says what is
-/// wrong with it, for an invalid-response error.
+/// Reads a task out of `value` (a `tasks/get` result, or a notification's params), whose status
+/// must bring its detail (a completed task its result, ...). `Err` says what is wrong with it,
+/// for an invalid-response error.
 pub fn parse_task(value: &Value) -> Result<TaskState, String> {
+    parse(value, true)
+}
+
+/// Reads the task of a `CreateTaskResult`: a `Result & Task`, which need not inline what its
+/// status brings (the first poll does); a detail that is there is read all the same.
+pub fn parse_created_task(value: &Value) -> Result<TaskState, String> {
+    parse(value, false)
+}
+
+fn parse(value: &Value, detailed: bool) -> Result<TaskState, String> {
     let Value::Object(task) = value else {
         return Err("the task is not an object".into());
     };
@@ -98,14 +109,17 @@ pub fn parse_task(value: &Value) -> Result<TaskState, String> {
         TaskStatus::Completed => match task.get("result") {
             Some(result @ Value::Object(_)) => Detail::Result(result.clone()),
             Some(_) => return Err("a completed task's result is not an object".into()),
+            None if !detailed => Detail::None,
             None => return Err("a completed task carries no result".into()),
         },
         TaskStatus::Failed => match task.get("error") {
             Some(error) => Detail::Error(rpc_error(error)?),
+            None if !detailed => Detail::None,
             None => return Err("a failed task carries no error".into()),
         },
         TaskStatus::InputRequired => match task.get("inputRequests") {
             Some(requests) => Detail::Input(mrtr::input_requests(requests)?),
+            None if !detailed => Detail::None,
             None => return Err("an input_required task carries no inputRequests".into()),
         },
     };
@@ -357,6 +371,16 @@ mod tests {
         assert!(!experimental_tool_tasks(
             json!({"tasks": {}}).as_object().unwrap()
         ));
+    }
+
+    #[test]
+    fn a_created_task_need_not_inline_what_its_status_brings() {
+        for status in ["completed", "failed", "input_required"] {
+            let created = json!({"taskId": "t", "status": status});
+            assert!(parse_task(&created).is_err(), "{status}");
+            let state = parse_created_task(&created).expect("a task to poll");
+            assert_eq!(state.detail, Detail::None, "{status}");
+        }
     }
 
     #[test]

@@ -444,8 +444,8 @@ impl CallTable {
     }
 
     /// Ends the calls whose callers stopped waiting for them: a written one is cancelled on the
-    /// server (as a timed-out one is), a waiting one leaves the queue. Returns how many.
-    pub fn sweep_abandoned(&mut self, wire: Option<&Wire>) -> usize {
+    /// server (as a timed-out one is), a waiting one leaves the queue. Returns their keys.
+    pub fn sweep_abandoned(&mut self, wire: Option<&Wire>) -> Vec<u64> {
         let gone: Vec<u64> = self
             .calls
             .iter()
@@ -468,7 +468,7 @@ impl CallTable {
             }
             entry.abandon();
         }
-        gone.len()
+        gone
     }
 
     /// Whether any call in the table is an application's (whose caller may leave).

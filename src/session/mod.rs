@@ -640,8 +640,12 @@ impl Session {
                 Timer::CallerSweep => {
                     let wire = self.live.as_ref().map(|l| &l.wire);
                     let gone = self.calls.sweep_abandoned(wire);
-                    if gone > 0 {
-                        tracing::debug!(server = %self.name, calls = gone, "calls abandoned by their callers were let go");
+                    if !gone.is_empty() {
+                        tracing::debug!(server = %self.name, calls = gone.len(), "calls abandoned by their callers were let go");
+                    }
+                    for key in gone {
+                        // A caller that waited for a task leaves it running.
+                        self.tasks.waiter_left(key);
                     }
                     if self.calls.has_callers() {
                         let sweep = saturating_add(now, CALLER_SWEEP);

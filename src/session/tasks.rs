@@ -183,6 +183,8 @@ struct Task {
     /// The 2025-11-25 revision's experimental task: read with its own field names, and its
     /// outcome fetched with `tasks/result` once it ended.
     experimental: bool,
+    /// A `tasks/result` of it is out (experimental tasks).
+    fetching: bool,
 }
 
 /// The tasks of one server.
@@ -198,6 +200,9 @@ pub(crate) struct TaskTable {
     kept: VecDeque<(TaskHandle, Result<Value, Error>)>,
     /// What the store must record, not handed to the driver yet.
     writes: Vec<TaskWrite>,
+    /// The tasks whose outcome went to a caller lately, oldest first (bounded): never
+    /// followed again.
+    delivered: VecDeque<String>,
 }
 
 impl TaskTable {
@@ -209,6 +214,7 @@ impl TaskTable {
             waiting: HashMap::new(),
             kept: VecDeque::new(),
             writes: Vec::new(),
+            delivered: VecDeque::new(),
         }
     }
 
@@ -272,6 +278,7 @@ impl TaskTable {
             failed_polls: 0,
             polls: 0,
             experimental,
+            fetching: false,
         };
         let id = state.task_id.clone();
         self.writes.push(TaskWrite::Created {
@@ -319,11 +326,27 @@ impl TaskTable {
         if state.ttl.is_some() {
             task.handle.ttl = state.ttl;
         }
-        if task.experimental && matches!(state.status, TaskStatus::Completed | TaskStatus::Failed) {
-            // Its outcome is not in the task: `tasks/result` fetches it. Not asked again
-            // meanwhile.
-            task.next_poll = None;
-            return Next::FetchResult;
+        if task.experimental {
+            match state.status {
+                TaskStatus::Completed | TaskStatus::Failed => {
+                    // Its outcome is not in the task: `tasks/result` fetches it (one may be
+                    // out already). Not asked again meanwhile.
+                    task.next_poll = None;
+                    if std::mem::replace(&mut task.fetching, true) {
+                        return Next::Wait;
+                    }
+                    return Next::FetchResult;
+                }
+                TaskStatus::InputRequired if !task.fetching => {
+                    // The revision's servers may hold their questions for a `tasks/result`
+                    // (which answers once the task ended): one is asked for at once, and the
+                    // task is polled on beside it.
+                    task.fetching = true;
+                    self.schedule(id, next_poll);
+                    return Next::FetchResult;
+                }
+                _ => {}
+            }
         }
         let outcome = match state.detail {
             Detail::Result(result) => Ok(result),
@@ -444,12 +467,19 @@ impl TaskTable {
 
     /// The answer to a `tasks/get` of task `id`; `next_poll` says when to ask again after the
     /// interval the server asks for, should it still run (or should this poll have failed).
+    ///
+    /// `legacy`: the poll went over a session-era connection, where only the experimental
+    /// flavour exists (a task followed from a handle or a store is known to be one so).
     pub fn polled(
         &mut self,
         id: &str,
         answer: Result<Value, Error>,
+        legacy: bool,
         next_poll: impl FnOnce(Option<Duration>) -> Instant,
     ) -> Next {
+        if let Some(task) = self.tasks.get_mut(id).filter(|_| legacy) {
+            task.experimental = true;
+        }
         let experimental = self.tasks.get(id).is_some_and(|t| t.experimental);
         let parse = if experimental {
             tasks::parse_experimental_task
@@ -499,7 +529,11 @@ impl TaskTable {
         let Some(task) = self.tasks.get_mut(id) else {
             return Next::Wait;
         };
-        task.failed_polls += 1;
+        // Only an answer of the server's counts against the task: a poll that could not be
+        // sent or heard nothing (the server unreachable for a while) says nothing of the task.
+        if matches!(error, Error::Rpc { .. } | Error::HeaderMismatch { .. }) {
+            task.failed_polls += 1;
+        }
         if task.waiters.is_empty() && task.failed_polls >= MAX_FAILED_POLLS {
             let lost = Error::TaskLost {
                 server: self.server.to_string(),
@@ -526,12 +560,20 @@ impl TaskTable {
     ) -> Next {
         match answer {
             Ok(result) => self.end(id, Ok(result)),
+            Err(error) if !matches!(error, Error::Rpc { .. }) => {
+                if let Some(task) = self.tasks.get_mut(id) {
+                    task.fetching = false;
+                }
+                self.polled(id, Err(error), false, |_| next_poll)
+            }
+            // The task was seen ended: its `tasks/result` answers as the call would have, a
+            // `-32602` of the tool's own included.
             Err(Error::Rpc {
                 code,
                 message,
                 data,
                 ..
-            }) if code != codes::INVALID_PARAMS => {
+            }) => {
                 let error = crate::protocol::jsonrpc::RpcError {
                     code,
                     message,
@@ -539,7 +581,7 @@ impl TaskTable {
                 };
                 self.end(id, Err(Error::rpc(&self.server, "tools/call", error)))
             }
-            Err(error) => self.polled(id, Err(error), |_| next_poll),
+            Err(error) => self.polled(id, Err(error), false, |_| next_poll),
         }
     }
 
@@ -591,6 +633,7 @@ impl TaskTable {
             failed_polls: 0,
             polls: 0,
             experimental: false,
+            fetching: false,
         };
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
@@ -627,6 +670,7 @@ impl TaskTable {
             failed_polls: 0,
             polls: 0,
             experimental: false,
+            fetching: false,
         };
         self.tasks.insert(id.clone(), task);
         self.schedule(&id, now);
@@ -666,9 +710,18 @@ impl TaskTable {
 
     /// Task `id`'s outcome went to a caller.
     pub fn delivered(&mut self, id: &str) {
+        if self.delivered.len() >= MAX_KEPT_OUTCOMES * 4 {
+            self.delivered.pop_front();
+        }
+        self.delivered.push_back(id.to_owned());
         self.writes.push(TaskWrite::Delivered {
             task_id: id.to_owned(),
         });
+    }
+
+    /// Whether task `id`'s outcome went to a caller (lately: the last thousand are known).
+    pub fn was_delivered(&self, id: &str) -> bool {
+        self.delivered.iter().any(|d| d == id)
     }
 
     /// The running tasks, oldest first.
@@ -800,13 +853,12 @@ impl Session {
                 experimental,
             };
             let next = self.tasks.adopt(state, origin, None, first, now);
-            if matches!(next, Next::FetchResult) {
-                self.fetch_result(&id, now);
-            }
             if let Some(handle) = self.tasks.handle(&id).cloned() {
                 self.flush_task_writes();
                 self.commands
                     .push_back(Command::Resume(Resumption::Started { key, handle }));
+                // What its first answer asks for (input, its outcome) is done as for any.
+                return self.on_task_next(&id, next, now);
             } else if let Next::Done { outcome, .. } = next {
                 // It ended in its first answer: the result is the call's, not kept for later.
                 self.tasks.take_kept(&id);
@@ -845,11 +897,30 @@ impl Session {
                 .push_back(Command::Resume(Resumption::Kept { reply, outcome }));
             return;
         }
+        if self.tasks.was_delivered(&handle.task_id) {
+            // Asking the server again could hand the outcome out a second time.
+            let error = Error::TaskLost {
+                server: self.name.to_string(),
+                tool: handle.tool.clone(),
+                task_id: server_text(&handle.task_id),
+                reason: "its outcome was delivered already, to an earlier AwaitTask".into(),
+            };
+            return reply.answer(&self.name, Err(error));
+        }
         let mut call = CallRequest::of_value(self.name.to_string(), "tools/call", None);
         call.tool = Some(handle.tool.clone());
         call.options.timeout = timeout;
+        // A waiter takes a place among the calls, as any caller does.
+        let situation = super::situation_of(&self.machine, &self.last_error);
+        if let Err(e) = self.calls.admit(&call, &situation) {
+            return reply.answer(&self.name, Err(e));
+        }
         let (key, deadline) = self.calls.hold_waiter(call, Replier::Caller(reply), now);
         self.arm_deadline(key, deadline);
+        let sweep = || saturating_add(now, super::CALLER_SWEEP);
+        if self.timers.caller_sweep_at(sweep) {
+            self.moved_to(sweep());
+        }
         if !self.tasks.wait_for(&handle.task_id, key) {
             // Not followed here: follow it, asking the server at once.
             self.tasks.follow(handle, key, now);
@@ -1042,14 +1113,21 @@ impl Session {
         let answer = outcome.and_then(|payload| payload_value(&self.name, payload));
         let (settings, rng) = (&self.settings, &mut self.rng);
         let next_poll = |interval| poll_at(settings, rng, interval, now);
-        let next = self.tasks.polled(&task_id, answer, next_poll);
+        let legacy = self
+            .live
+            .as_ref()
+            .is_some_and(|l| l.wire.era() == Era::Legacy);
+        let next = self.tasks.polled(&task_id, answer, legacy, next_poll);
         self.on_task_next(&task_id, next, now);
     }
 
-    /// Fetches an ended experimental task's outcome (`tasks/result`).
+    /// Fetches an experimental task's outcome (`tasks/result`): it answers once the task
+    /// ended, so it may wait as long as the task lives (its time to live, or an hour).
     fn fetch_result(&mut self, task_id: &str, now: Instant) {
         let params = tasks::task_params(task_id);
-        let call = self.own_call("tasks/result", params, RetryPolicy::Always);
+        let mut call = self.own_call("tasks/result", params, RetryPolicy::Always);
+        let lives = self.tasks.handle(task_id).and_then(|h| h.ttl);
+        call.options.timeout = Some(lives.unwrap_or(Duration::from_secs(3600)));
         let task_id = task_id.to_owned();
         self.open_call(
             call,
@@ -1235,13 +1313,13 @@ mod tests {
         assert!(table.due(now + 99 * MS).is_empty());
         assert_eq!(table.due(now + 100 * MS), ["t"]);
         assert_eq!(table.next_due(), None, "nothing is due while a poll is out");
-        let still = table.polled("t", Ok(working("t")), |_| now + 200 * MS);
+        let still = table.polled("t", Ok(working("t")), false, |_| now + 200 * MS);
         assert!(matches!(still, Next::Wait));
         assert_eq!(table.due(now + 200 * MS), ["t"]);
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
         let Next::Done {
             waiters, outcome, ..
-        } = table.polled("t", Ok(done), |_| now)
+        } = table.polled("t", Ok(done), false, |_| now)
         else {
             panic!("ended")
         };
@@ -1259,14 +1337,14 @@ mod tests {
         table.adopt(state(working("c")), job(), Some(2), now, now);
         let failed = json!({"taskId": "f", "status": "failed",
                             "error": {"code": -32603, "message": "boom"}});
-        let Next::Done { outcome, .. } = table.polled("f", Ok(failed), |_| now) else {
+        let Next::Done { outcome, .. } = table.polled("f", Ok(failed), false, |_| now) else {
             panic!("ended")
         };
         let error = outcome.expect_err("failed");
         assert_eq!(error.kind(), ErrorKind::Rpc);
         assert!(error.to_string().contains("boom"), "{error}");
         let cancelled = json!({"taskId": "c", "status": "cancelled", "statusMessage": "stop"});
-        let Next::Done { outcome, .. } = table.polled("c", Ok(cancelled), |_| now) else {
+        let Next::Done { outcome, .. } = table.polled("c", Ok(cancelled), false, |_| now) else {
             panic!("ended")
         };
         let error = outcome.expect_err("cancelled");
@@ -1281,17 +1359,20 @@ mod tests {
         table.adopt(state(working("t")), job(), Some(1), now, now);
         let asking = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": {"message": "go on?"}}}});
-        let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), |_| now) else {
+        let Next::Ask(asked) = table.polled("t", Ok(asking.clone()), false, |_| now) else {
             panic!("asked")
         };
         assert_eq!(asked.len(), 1);
         assert_eq!(asked[0].key, "confirm");
         // The next poll still shows it (the update is not seen yet): not asked again.
-        assert!(matches!(table.polled("t", Ok(asking), |_| now), Next::Wait));
+        assert!(matches!(
+            table.polled("t", Ok(asking), false, |_| now),
+            Next::Wait
+        ));
         let more = json!({"taskId": "t", "status": "input_required", "inputRequests": {
             "confirm": {"method": "elicitation/create"},
             "second": {"method": "elicitation/create"}}});
-        let Next::Ask(asked) = table.polled("t", Ok(more), |_| now) else {
+        let Next::Ask(asked) = table.polled("t", Ok(more), false, |_| now) else {
             panic!("asked")
         };
         assert_eq!(
@@ -1312,7 +1393,7 @@ mod tests {
         );
         let Next::Done {
             waiters, outcome, ..
-        } = table.polled("t", Err(gone), |_| now)
+        } = table.polled("t", Err(gone), false, |_| now)
         else {
             panic!("ended")
         };
@@ -1336,13 +1417,13 @@ mod tests {
             elapsed: MS,
         };
         assert!(matches!(
-            table.polled("t", Err(timeout), |_| now + 5 * MS),
+            table.polled("t", Err(timeout), false, |_| now + 5 * MS),
             Next::Wait
         ));
         assert_eq!(table.next_due(), Some(now + 5 * MS));
         table.due(now + 5 * MS);
         let other = json!({"taskId": "u", "status": "working"});
-        let Next::Done { outcome, .. } = table.polled("t", Ok(other), |_| now) else {
+        let Next::Done { outcome, .. } = table.polled("t", Ok(other), false, |_| now) else {
             panic!("given up")
         };
         assert_eq!(
@@ -1364,7 +1445,7 @@ mod tests {
         assert_eq!(handle.ttl, Some(Duration::from_secs(60)));
         assert_eq!(table.len(), 1, "runs on");
         let done = json!({"taskId": "t", "status": "completed", "result": {"content": []}});
-        let Next::Done { waiters, .. } = table.polled("t", Ok(done), |_| now) else {
+        let Next::Done { waiters, .. } = table.polled("t", Ok(done), false, |_| now) else {
             panic!("ended")
         };
         assert!(waiters.is_empty());
@@ -1381,7 +1462,7 @@ mod tests {
             table.adopt(state(working(&id)), job(), Some(n as u64), now, now);
             table.waiter_left(n as u64);
             let done = json!({"taskId": id, "status": "cancelled"});
-            table.polled(&id, Ok(done), |_| now);
+            table.polled(&id, Ok(done), false, |_| now);
         }
         assert_eq!(table.kept.len(), MAX_KEPT_OUTCOMES);
         assert!(table.take_kept("t0").is_none(), "the oldest went first");

@@ -208,7 +208,10 @@ impl Message for ListTasks {
 
 /// What a `tasks/get` answer says of task `handle`.
 pub(crate) fn task_info(handle: TaskHandle, answer: &Value) -> Result<TaskInfo, String> {
-    let state = crate::protocol::tasks::parse_task(answer)?;
+    // A session-era server's task (2025-11-25) reads with its own field names, and inlines
+    // no outcome.
+    let state = crate::protocol::tasks::parse_task(answer)
+        .or_else(|_| crate::protocol::tasks::parse_experimental_task(answer))?;
     if state.task_id != handle.task_id {
         return Err(format!(
             "asked for task {}, answered with task {}",

@@ -57,7 +57,11 @@ impl TaskPersistence {
                 if let Some(interval) = poll_interval {
                     record = record.poll_interval(*interval);
                 }
-                self.store.insert(&record).map(|_| ())
+                match self.store.insert(&record) {
+                    // Followed again (a handle awaited after a restart): it is there already.
+                    Err(crate::tasks::TaskStoreError::Exists { .. }) => Ok(()),
+                    other => other.map(|_| ()),
+                }
             }
             TaskWrite::Status {
                 task_id,

@@ -21,6 +21,7 @@ mod calls;
 mod eras;
 mod listen;
 mod liveness;
+mod task_findings;
 mod tasks;
 mod tools;
 
