@@ -195,7 +195,8 @@
 //!   `call --task` and the `tasks` commands), `output` and `json` (for people, for scripts)
 //!   and `event_printer`.
 //! - `benches/overhead/` (`cargo bench --bench overhead`): one module per measured thing
-//!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`) and shared
+//!   (`stdio/` with one file per client, `http`, `recovery`, `scale`, `herd`,
+//!   `replacement`, `tasks`) and shared
 //!   helpers for load, statistics, `/proc` figures and the report.
 //! - `fuzz/`: cargo-fuzz targets for the parsers; their checks also run in `cargo test`.
 //! - `tests/`: the integration tests, in five binaries: `it` (every in-tree suite, one module

@@ -23,6 +23,11 @@
 //!    with `reconnect_backoff.jitter(0.0)`, and the time until all are Ready again. Then 100
 //!    stdio servers are stopped at once, ours (`Shutdown`) against rmcp's (`cancel`); the
 //!    child `--child stdio-stop` measures that alone.
+//! 5. Tasks: 1,000 concurrent `CallTool`s against `mcp-echo-server` in its tasks mode, each a
+//!    task the client polls (`tasks/get`): polls per task, requests per second at the server
+//!    against the sum of the poll intervals it asked for, RSS per task in flight, and the time
+//!    from a task's completion to its caller's answer. Polling only (`notifications/tasks` is
+//!    not implemented by the client).
 //!
 //! Prints a table and writes `target/bench/summary.json` (and `target/bench/table.md`).
 //! `--pin` runs every child under `taskset -c 0`, so the client and its server share a core.
@@ -34,7 +39,8 @@
 //! side (the measurement, answering one JSON `RESULT`) and its part of the report:
 //! [`stdio`] (one file per client), [`http`], [`recovery`], [`replacement`] (a restart without
 //! a failed call), [`scale`] and [`herd`] (which runs
-//! on scale's fleets, in scale's child, and adds its rows to scale's table). Shared
+//! on scale's fleets, in scale's child, and adds its rows to scale's table), [`tasks`] (many
+//! tasks polled at once). Shared
 //! rooms: [`plan`] (the sizes of a quick and a full run), [`child`] (re-executing this binary),
 //! [`workload`] (serial and concurrent load), [`echo`] (the call every client makes),
 //! [`supervised`] (our runtime for one server), [`watcher`] (Ready, from the supervisor's
@@ -58,6 +64,7 @@ mod server_process;
 mod stats;
 mod stdio;
 mod supervised;
+mod tasks;
 mod watcher;
 mod workload;
 
@@ -149,12 +156,25 @@ fn orchestrate(plan: &Plan) {
         Duration::from_secs(400),
     );
 
+    // 6. Tasks: many at once, polled.
+    let tasks = child::run(
+        plan,
+        &[
+            "tasks",
+            &plan.tasks.to_string(),
+            &plan.task_ms.to_string(),
+            &plan.task_poll_ms.to_string(),
+        ],
+        Duration::from_secs(300),
+    );
+
     let mut report = Report::default();
     stdio::report(&mut report, plan, &stdio);
     http::report(&mut report, &http);
     recovery::report(&mut report, &recovery);
     replacement::report(&mut report, &replacement);
     scale::report(&mut report, &scale); // with the herd's rows
+    tasks::report(&mut report, &tasks);
     report.footer(plan, &machine);
     report.write(started);
 }
@@ -182,6 +202,7 @@ fn child_main(args: &[String]) {
         Some("recovery") => system.block_on(recovery::child(arg(1))),
         Some("replacement") => system.block_on(replacement::child(arg(1))),
         Some("scale") => system.block_on(scale::child(arg(1))),
+        Some("tasks") => system.block_on(tasks::child(arg(1), arg(2) as u64, arg(3) as u64)),
         Some("stdio-stop") => system.block_on(scale::stop_child()),
         Some("http-server") => {
             system.block_on(server_process::child());

@@ -13,6 +13,10 @@ pub(crate) struct Plan {
     pub(crate) http_reps: usize,
     pub(crate) http_serial: usize,
     pub(crate) scale: usize,
+    /// Concurrent tasks, each completing after `task_ms` and polled every `task_poll_ms`.
+    pub(crate) tasks: usize,
+    pub(crate) task_ms: u64,
+    pub(crate) task_poll_ms: u64,
 }
 
 impl Plan {
@@ -29,6 +33,9 @@ impl Plan {
                 http_reps: 1,
                 http_serial: 300,
                 scale: 100,
+                tasks: 200,
+                task_ms: 500,
+                task_poll_ms: 100,
             }
         } else {
             Plan {
@@ -42,6 +49,9 @@ impl Plan {
                 http_reps: 3,
                 http_serial: 5_000,
                 scale: 1_000,
+                tasks: 1_000,
+                task_ms: 2_000,
+                task_poll_ms: 200,
             }
         }
     }

@@ -27,11 +27,12 @@ pub(crate) fn cpu_ms(pid: &str) -> f64 {
     }
 }
 
-/// CPU time of this process so far, all threads, in ns (`/proc/self/task/*/schedstat`, whose
-/// first field is the thread's time on a CPU): fine enough to divide by a few thousand calls,
-/// which the 10 ms ticks of [`cpu_ms`] are not. NaN if unknown.
-pub(crate) fn cpu_ns_self() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+/// CPU time of process `pid` (or `self`) so far, all threads, in ns
+/// (`/proc/<pid>/task/*/schedstat`, whose first field is the thread's time on a CPU): fine
+/// enough to divide by a few thousand calls, which the 10 ms ticks of [`cpu_ms`] are not. NaN
+/// if unknown.
+pub(crate) fn cpu_ns(pid: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return f64::NAN;
     };
     let mut total = 0.0;
@@ -48,6 +49,11 @@ pub(crate) fn cpu_ns_self() -> f64 {
         }
     }
     total
+}
+
+/// CPU time of this process so far, all threads, in ns (see [`cpu_ns`]).
+pub(crate) fn cpu_ns_self() -> f64 {
+    cpu_ns("self")
 }
 
 /// Write-like syscalls this process made so far (`syscw` of `/proc/self/io`): over stdio, the

@@ -11,6 +11,9 @@
 //! line is buffered — a client that sends a burst gets its answers in a burst, and a client that
 //! waits for each answer gets it at once. Only std and serde (serde_json, and
 //! derive for the request's shape: strings are borrowed from the input, not copied).
+//!
+//! With `ECHO_TASKS=1` it is instead a server of the 2026-07-28 revision whose `task` tool is
+//! answered with a task (the Tasks extension), for the benchmark's `tasks` part: see [`tasks`].
 
 use std::borrow::Cow;
 use std::io::{self, Read, Write};
@@ -18,12 +21,20 @@ use std::io::{self, Read, Write};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+mod tasks;
+
 /// Protocol versions we answer with as asked; anything else gets the latest.
 const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const READ_CHUNK: usize = 64 * 1024;
 
 fn main() {
-    if let Err(e) = serve(io::stdin().lock(), io::stdout().lock()) {
+    let tasks_mode = std::env::var_os("ECHO_TASKS").is_some_and(|v| v == "1");
+    let served = if tasks_mode {
+        tasks::serve(io::stdin().lock(), io::stdout().lock())
+    } else {
+        serve(io::stdin().lock(), io::stdout().lock())
+    };
+    if let Err(e) = served {
         // A closed stdout (the client went away) is the usual way to end.
         if e.kind() != io::ErrorKind::BrokenPipe {
             eprintln!("mcp-echo-server: {e}");
