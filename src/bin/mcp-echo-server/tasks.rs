@@ -339,34 +339,13 @@ fn tools() -> Value {
     })
 }
 
-/// µs since the epoch as ISO 8601 UTC with ms.
+/// µs since the epoch as ISO 8601 UTC with ms (the demo server's writer of the same dates).
 fn iso8601(us: u64) -> String {
-    let ms = us / 1000;
-    let secs = ms / 1000;
-    let of_day = secs % 86_400;
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60,
-        ms % 1000
-    )
+    demo_dates::iso8601(us / 1000)
 }
 
-/// The proleptic Gregorian date of a day counted from 1970-01-01.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
+#[path = "../mcp-demo-server/tools/tasks/iso8601.rs"]
+mod demo_dates;
 
 fn push(out: &mut Vec<u8>, message: &Value) {
     // Serializing a Value into a Vec cannot fail.

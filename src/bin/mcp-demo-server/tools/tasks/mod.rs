@@ -23,6 +23,7 @@
 //! `tasks/get`) so tests can count polls and see that a job ran once, restarts included.
 
 mod clock;
+mod iso8601;
 mod job;
 mod modern;
 mod session;
