@@ -358,8 +358,8 @@ impl ServerActor {
             }
             Command::AskInput(ask) => self.ask_input(ask, ctx),
             Command::Persist(write) => {
-                if let Some(tasks) = &self.tasks {
-                    tasks.write(&write);
+                if let Some(refused) = self.tasks.as_ref().and_then(|tasks| tasks.write(&write)) {
+                    self.session.store_refused(refused);
                 }
             }
             Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),

@@ -169,6 +169,13 @@ pub(crate) struct InputAsk {
     asked_by: AskedBy,
 }
 
+impl InputAsk {
+    /// Whether it asks for task `task_id`'s input.
+    pub(crate) fn is_for_task(&self, task_id: &str) -> bool {
+        matches!(&self.asked_by, AskedBy::Task { task_id: of } if of == task_id)
+    }
+}
+
 /// Who asked for input, and what its answers need.
 #[derive(Debug)]
 enum AskedBy {

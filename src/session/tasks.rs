@@ -107,15 +107,17 @@ pub(crate) enum TaskWrite {
 
 /// What the session does once the store has recorded what came before it: answers.
 pub(crate) enum Resumption {
-    /// Answer these callers with a task's outcome.
+    /// Answer these callers with task `task_id`'s outcome.
     Waiters {
+        task_id: String,
         waiters: Vec<u64>,
         outcome: Result<Value, Error>,
     },
     /// Answer a `StartTask` with its task.
     Started { key: u64, handle: TaskHandle },
-    /// Answer an `AwaitTask` with an outcome that was kept for it.
+    /// Answer an `AwaitTask` with the outcome kept for task `task_id`.
     Kept {
+        task_id: String,
         reply: Rc<dyn Reply>,
         outcome: Result<Value, Error>,
     },
@@ -865,6 +867,7 @@ impl Session {
                 self.flush_task_writes();
                 self.commands
                     .push_back(Command::Resume(Resumption::Waiters {
+                        task_id: id.clone(),
                         waiters: vec![key],
                         outcome,
                     }));
@@ -893,8 +896,11 @@ impl Session {
     ) {
         if let Some(outcome) = self.tasks.take_kept(&handle.task_id) {
             self.flush_task_writes();
-            self.commands
-                .push_back(Command::Resume(Resumption::Kept { reply, outcome }));
+            self.commands.push_back(Command::Resume(Resumption::Kept {
+                task_id: handle.task_id.clone(),
+                reply,
+                outcome,
+            }));
             return;
         }
         if self.tasks.was_delivered(&handle.task_id) {
@@ -945,6 +951,8 @@ impl Session {
             Next::Wait => {}
             Next::FetchResult => self.fetch_result(id, now),
             Next::Ask(requests) => {
+                // Recorded as answered before anyone is asked (see `store_refused`).
+                self.flush_task_writes();
                 self.commands.push_back(Command::AskInput(InputAsk {
                     requests,
                     asked_by: AskedBy::Task {
@@ -972,7 +980,11 @@ impl Session {
                     self.tasks.delivered(id);
                     self.flush_task_writes();
                     self.commands
-                        .push_back(Command::Resume(Resumption::Waiters { waiters, outcome }));
+                        .push_back(Command::Resume(Resumption::Waiters {
+                            task_id: id.to_owned(),
+                            waiters,
+                            outcome,
+                        }));
                 }
             }
         }
@@ -1037,7 +1049,9 @@ impl Session {
     /// Carries on after the store recorded what came before (see [`Command::Resume`]).
     pub fn resume(&mut self, resumption: Resumption, now: Instant) {
         match resumption {
-            Resumption::Waiters { waiters, outcome } => {
+            Resumption::Waiters {
+                waiters, outcome, ..
+            } => {
                 for waiter in waiters {
                     let answer = outcome.clone().map(Payload::Parsed);
                     self.calls.answer_call(waiter, answer);
@@ -1047,11 +1061,61 @@ impl Session {
                 self.calls
                     .answer_call(key, Ok(Payload::Task(Box::new(handle))));
             }
-            Resumption::Kept { reply, outcome } => {
+            Resumption::Kept { reply, outcome, .. } => {
                 reply.answer(&self.name, outcome.map(Payload::Parsed));
             }
         }
         self.act_on_internal(now);
+    }
+
+    /// The task store refused `write` (part of it): another follower of the task — a second
+    /// generation of this server during a replacement, another process on the same store —
+    /// recorded it first. What depended on it is not done here: input keys it answers are not
+    /// asked again, an outcome it took is not delivered again. The commands waiting behind the
+    /// write are changed before the driver carries them out.
+    pub fn store_refused(&mut self, write: TaskWrite) {
+        match write {
+            TaskWrite::InputAnswered { task_id, keys } => {
+                tracing::info!(server = %self.name, task = %server_text(&task_id), keys = keys.len(), "another follower of the task answers these input requests");
+                self.commands.retain_mut(|command| match command {
+                    Command::AskInput(ask) if ask.is_for_task(&task_id) => {
+                        ask.requests.retain(|r| !keys.contains(&r.key));
+                        !ask.requests.is_empty()
+                    }
+                    _ => true,
+                });
+            }
+            TaskWrite::Delivered { task_id } => {
+                tracing::info!(server = %self.name, task = %server_text(&task_id), "another follower of the task delivered its outcome");
+                for command in self.commands.iter_mut() {
+                    if let Command::Resume(
+                        Resumption::Waiters {
+                            task_id: of,
+                            outcome,
+                            ..
+                        }
+                        | Resumption::Kept {
+                            task_id: of,
+                            outcome,
+                            ..
+                        },
+                    ) = command
+                    {
+                        if *of == task_id {
+                            *outcome = Err(Error::TaskLost {
+                                server: self.name.to_string(),
+                                tool: String::new(),
+                                task_id: server_text(&task_id),
+                                reason: "its outcome was delivered already, by another \
+                                         follower of the task"
+                                    .into(),
+                            });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Follows the tasks a store kept for this server (after a restart of this process): a

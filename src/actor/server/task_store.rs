@@ -35,8 +35,11 @@ impl TaskPersistence {
         TaskKey::new(self.server.clone(), task_id.to_owned())
     }
 
-    /// Records `write`; a failure is logged (the task goes on in memory).
-    pub fn write(&self, write: &TaskWrite) {
+    /// Records `write`; a failure is logged (the task goes on in memory). Returns the part the
+    /// store refused because it was recorded already (by another follower of the task): input
+    /// keys answered, an outcome taken.
+    pub fn write(&self, write: &TaskWrite) -> Option<TaskWrite> {
+        let mut refused = None;
         let done = match write {
             TaskWrite::Created {
                 handle,
@@ -80,11 +83,22 @@ impl TaskPersistence {
                 }
                 self.store.update(&self.key(task_id), &update).map(|_| ())
             }
-            TaskWrite::InputAnswered { task_id, keys } => keys.iter().try_for_each(|key| {
-                self.store
-                    .mark_input_answered(&self.key(task_id), key)
-                    .map(|_| ())
-            }),
+            TaskWrite::InputAnswered { task_id, keys } => {
+                let mut taken = Vec::new();
+                let done = keys.iter().try_for_each(|key| {
+                    if !self.store.mark_input_answered(&self.key(task_id), key)? {
+                        taken.push(key.clone());
+                    }
+                    Ok(())
+                });
+                if !taken.is_empty() {
+                    refused = Some(TaskWrite::InputAnswered {
+                        task_id: task_id.clone(),
+                        keys: taken,
+                    });
+                }
+                done
+            }
             TaskWrite::Ended {
                 task_id,
                 status,
@@ -95,7 +109,23 @@ impl TaskPersistence {
                 .finish(&self.key(task_id), *status, Some(outcome))
                 .map(|_| ()),
             TaskWrite::Delivered { task_id } => {
-                self.store.take_outcome(&self.key(task_id)).map(|_| ())
+                let key = self.key(task_id);
+                match self.store.take_outcome(&key) {
+                    // Taken already: by another follower, unless the store never had it
+                    // ended (a write that failed), which says nothing of a delivery.
+                    Ok(None)
+                        if self
+                            .store
+                            .get(&key)
+                            .ok()
+                            .flatten()
+                            .is_some_and(|r| r.delivered) =>
+                    {
+                        refused = Some(write.clone());
+                        Ok(())
+                    }
+                    other => other.map(|_| ()),
+                }
             }
             TaskWrite::Forgotten { task_id, .. } => {
                 self.store.remove(&self.key(task_id)).map(|_| ())
@@ -104,6 +134,7 @@ impl TaskPersistence {
         if let Err(error) = done {
             tracing::warn!(server = %self.server, error = %error, "the task store could not record a task's step; the task goes on in memory");
         }
+        refused
     }
 
     /// Whether the store says task `task_id`'s outcome was delivered already.

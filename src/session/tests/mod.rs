@@ -38,6 +38,9 @@ struct Harness {
     emitted: Vec<ServerEvent>,
     /// What the session asked the task store to record, in order.
     persisted: Vec<TaskWrite>,
+    /// The store refuses every input key and every delivery (another follower of the task
+    /// recorded them first).
+    refusing: bool,
     other: Vec<Command>,
 }
 
@@ -95,6 +98,7 @@ impl Harness {
             pending: None,
             emitted: Vec::new(),
             persisted: Vec::new(),
+            refusing: false,
             other: Vec::new(),
         };
         h.session.start(now);
@@ -109,7 +113,17 @@ impl Harness {
                 Command::Connect { seq, plan } => self.pending = Some((seq, *plan)),
                 Command::Disconnect { .. } => self.link.closed.set(true),
                 Command::Emit(event) => self.emitted.push(event),
-                Command::Persist(write) => self.persisted.push(write),
+                Command::Persist(write) => {
+                    if self.refusing
+                        && matches!(
+                            write,
+                            TaskWrite::InputAnswered { .. } | TaskWrite::Delivered { .. }
+                        )
+                    {
+                        self.session.store_refused(write.clone());
+                    }
+                    self.persisted.push(write);
+                }
                 Command::Resume(resumption) => self.session.resume(resumption, self.now),
                 other => self.other.push(other),
             }

@@ -349,3 +349,36 @@ fn a_created_task_without_its_detail_is_followed() {
     h.advance(Duration::from_millis(120));
     assert_eq!(of(&h.written(), "tasks/get").len(), 1);
 }
+
+/// Two followers of one task (a replacement's two generations, or two processes on one
+/// store): what the store says the other recorded first is not done again here — its input
+/// keys are not asked, its outcome is not delivered twice.
+#[test]
+fn what_another_follower_recorded_first_is_not_done_again() {
+    let mut h = modern_session();
+    h.refusing = true;
+    let answer = h.call(tool("job"));
+    let sent = h.written();
+    h.answer(&sent[0], created("t", 100));
+    h.advance(120 * MS);
+    let poll = h.written();
+    let mut asking = completed("t");
+    asking["status"] = json!("input_required");
+    asking.as_object_mut().unwrap().remove("result");
+    asking["inputRequests"] = json!({"approve_payment": {"method": "elicitation/create"}});
+    h.answer(&poll[0], asking);
+    assert!(
+        !h.other.iter().any(|c| matches!(c, Command::AskInput(_))),
+        "asked although another follower answers it: {:?}",
+        h.other
+    );
+    h.advance(120 * MS);
+    let poll = h.written();
+    h.answer(&poll[0], completed("t"));
+    let error = answer
+        .take()
+        .expect("answered")
+        .expect_err("taken by the other");
+    assert_eq!(error.kind(), ErrorKind::OutcomeUnknown);
+    assert!(error.to_string().contains("another follower"), "{error}");
+}

@@ -181,3 +181,35 @@ async fn a_task_outlives_a_sigkill_of_the_client_process() {
     assert!(followed(&sup).await.is_empty(), "delivered once");
     sup.send(Shutdown).await.unwrap();
 }
+
+/// Two supervisors on one store (two replicas of a service, or a replacement's two
+/// generations) both follow a task: its result is delivered once. (Each runs its own demo
+/// server on the same task files; that an input key is answered once by two followers is the
+/// session's `what_another_follower_recorded_first_is_not_done_again`.)
+#[actix::test]
+async fn two_followers_on_one_store_answer_once_and_deliver_once() {
+    let dir = tempdir();
+    let sup = supervise(&path(&dir));
+    let start = StartTask::new("jobs", "long_job", json!({"ms": 600, "poll_ms": 20}));
+    let TaskStart::Running(handle) = sup.send(start).await.unwrap().expect("started") else {
+        panic!("a task")
+    };
+    sup.send(Shutdown).await.unwrap();
+
+    let (one, two) = (supervise(&path(&dir)), supervise(&path(&dir)));
+    let wait = |sup: &actix::Addr<Supervisor>| {
+        sup.send(AwaitTask::new(handle.clone()).timeout(Duration::from_secs(10)))
+    };
+    let (a, b) = futures_util::future::join(wait(&one), wait(&two)).await;
+    let outcomes = [a.unwrap(), b.unwrap()];
+    let delivered = outcomes.iter().filter(|o| o.is_ok()).count();
+    assert_eq!(delivered, 1, "{outcomes:?}");
+    for outcome in &outcomes {
+        if let Err(e) = outcome {
+            assert_eq!(e.kind(), mcp_supervisor::ErrorKind::OutcomeUnknown, "{e}");
+            assert!(e.to_string().contains("delivered already"), "{e}");
+        }
+    }
+    one.send(Shutdown).await.unwrap();
+    two.send(Shutdown).await.unwrap();
+}
