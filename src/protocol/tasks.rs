@@ -208,6 +208,15 @@ pub fn parse_experimental_task(value: &Value) -> Result<TaskState, String> {
     Ok(state)
 }
 
+/// Whether a server whose capabilities these are declares the extension (and so takes
+/// `taskIds` in a listen's filter).
+pub fn offered(capabilities: &rmcp::model::ServerCapabilities) -> bool {
+    capabilities
+        .extensions
+        .as_ref()
+        .is_some_and(|e| e.contains_key(EXTENSION))
+}
+
 /// The session era's experimental tasks: whether a server whose `capabilities` these are
 /// takes task-augmented `tools/call`s (`tasks.requests.tools.call`).
 pub fn experimental_tool_tasks(capabilities: &Map<String, Value>) -> bool {

@@ -19,6 +19,15 @@
 //!   for it hear why, and none is asked for again until they change or the next connection. One
 //!   refused as overloaded is asked for again after the server's `Retry-After`.
 //!
+//! - With the Tasks extension (both sides declare it), a listen also names the running tasks
+//!   (`taskIds`, the oldest [`MAX_TASK_IDS`]), and the server pushes `notifications/tasks` for
+//!   those its acknowledgement names: their polls are then a slow safety net. A task learnt
+//!   while a listen is waiting for its acknowledgement is named by the next one, opened at that
+//!   acknowledgement, so that a burst of tasks costs a few listens, not one each; ended ones
+//!   drop out when it next opens. A server that refuses a listen naming tasks is asked once
+//!   more without them on that connection: the task ids are an extra, and must not cost the
+//!   tool-list changes and subscriptions.
+//!
 //! The request is not a call: it lives as long as the connection, outside the call table.
 
 use std::collections::BTreeSet;
@@ -38,12 +47,24 @@ use crate::session::wire::Wire;
 /// A listen the server ends at once is opened again no sooner than this after the last one.
 pub(crate) const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
+/// The most tasks one listen names (the oldest running ones): the request carries every id
+/// each time it is opened again, and servers bound what they take.
+pub(crate) const MAX_TASK_IDS: usize = 1024;
+
 /// The `_meta` key that names the listen a notification belongs to.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// No task is covered.
+static NO_TASKS: BTreeSet<String> = BTreeSet::new();
+
 /// What to ask a listen for, if anything: the tool-list changes and the application's
-/// resource subscriptions, as far as the server offers them.
-pub(crate) fn filter(caps: &ServerCapabilities, subscriptions: &BTreeSet<String>) -> Option<Value> {
+/// resource subscriptions, as far as the server offers them, and the `tasks` to hear of (the
+/// caller decides whether the server takes any).
+pub(crate) fn filter(
+    caps: &ServerCapabilities,
+    subscriptions: &BTreeSet<String>,
+    tasks: &[String],
+) -> Option<Value> {
     let tools = caps
         .tools
         .as_ref()
@@ -55,7 +76,7 @@ pub(crate) fn filter(caps: &ServerCapabilities, subscriptions: &BTreeSet<String>
         .and_then(|r| r.subscribe)
         .unwrap_or(false)
         && !subscriptions.is_empty();
-    if !tools && !resources {
+    if !tools && !resources && tasks.is_empty() {
         return None;
     }
     let mut filter = json!({});
@@ -64,6 +85,9 @@ pub(crate) fn filter(caps: &ServerCapabilities, subscriptions: &BTreeSet<String>
     }
     if resources {
         filter["resourceSubscriptions"] = json!(subscriptions.iter().collect::<Vec<_>>());
+    }
+    if !tasks.is_empty() {
+        filter["taskIds"] = json!(tasks);
     }
     Some(filter)
 }
@@ -75,6 +99,14 @@ pub(crate) struct Listen {
     id: u64,
     opened: Instant,
     acknowledged: bool,
+    /// The server ended it (its result or error): nothing to cancel.
+    finished: bool,
+    /// What it asked for.
+    filter: Value,
+    /// The tasks it named, and of those, the ones its acknowledgement says the server tells of
+    /// (empty until then, and once it ended).
+    tasks: BTreeSet<String>,
+    covering: BTreeSet<String>,
     /// The listen this one replaces, cancelled once this one is acknowledged.
     replaces: Option<u64>,
     /// `Subscribe`/`Unsubscribe` callers waiting for this listen's acknowledgement.
@@ -111,6 +143,14 @@ pub(crate) struct ListenStream {
     /// The server refused the listen as overloaded: none is asked for before this instant
     /// (a subscription changed meanwhile waits for it).
     refused_until: Option<Instant>,
+    /// Tasks were learnt while the current listen waited for its acknowledgement: a listen
+    /// naming them follows that acknowledgement.
+    stale: bool,
+    /// The server refused a listen that named tasks: none is named on this connection.
+    tasks_refused: bool,
+    /// The listen could not be had on this connection (refused, or it never opened): new
+    /// tasks do not ask for it again (a change of the subscriptions does).
+    given_up: bool,
 }
 
 impl ListenStream {
@@ -133,11 +173,15 @@ impl ListenStream {
             }
         }
         self.refused_until = None;
+        self.stale = false;
+        self.given_up = false;
         let old = self.current.take();
         let Some(filter) = filter else {
             // Nothing to listen for any more.
             if let Some(mut old) = old {
-                wire.cancel(old.id, "no longer needed");
+                if !old.finished {
+                    wire.cancel(old.id, "no longer needed");
+                }
                 for waiter in old.waiting.drain(..).chain(waiter) {
                     done(server, waiter, Ok(()));
                 }
@@ -152,11 +196,25 @@ impl ListenStream {
             "subscriptions/listen",
             Some(&json!({ "notifications": filter })),
         );
+        let tasks = filter
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut listen = Listen {
             server: server.clone(),
             id,
             opened: now,
             acknowledged: false,
+            finished: false,
+            filter,
+            tasks,
+            covering: BTreeSet::new(),
             replaces: None,
             waiting: waiter.into_iter().collect(),
         };
@@ -164,16 +222,20 @@ impl ListenStream {
             listen.waiting.append(&mut old.waiting);
             // An acknowledged one keeps delivering until the new one is; an unacknowledged
             // one is replaced outright.
-            if old.acknowledged {
+            if old.acknowledged && !old.finished {
                 listen.replaces = Some(old.id);
-            } else {
+                // What it covers stays covered until then.
+                listen.covering = std::mem::take(&mut old.covering);
+            } else if !old.finished {
                 wire.cancel(old.id, "replaced");
             }
         }
         self.current = Some(listen);
     }
 
-    /// `notifications/subscriptions/acknowledged`: the listen it names is in force.
+    /// `notifications/subscriptions/acknowledged`: the listen it names is in force, telling of
+    /// the tasks it names (of those asked for). Whether a listen naming newer tasks should
+    /// follow it: see [`ListenStream::take_stale`].
     pub fn acknowledged(&mut self, params: Option<&Value>, wire: &Wire) {
         let named = params
             .and_then(|p| p.get("_meta"))
@@ -183,6 +245,23 @@ impl ListenStream {
             return;
         };
         listen.acknowledged = true;
+        // Only ids it asked for count: what a server names beyond them is no promise of ours
+        // to keep.
+        listen.covering = params
+            .and_then(|p| p.get("notifications"))
+            .and_then(|n| n.get("taskIds"))
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|id| listen.tasks.contains(*id))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if listen.covering.len() < listen.tasks.len() {
+            tracing::debug!(server = %listen.server, asked = listen.tasks.len(), covered = listen.covering.len(), "the listen stream tells of fewer tasks than it named; the others are polled");
+        }
         if let Some(old) = listen.replaces.take() {
             wire.cancel(old, "replaced");
         }
@@ -211,13 +290,27 @@ impl ListenStream {
             listen.replaces = None;
             return Ended::Nothing;
         }
+        listen.finished = true;
+        listen.covering.clear();
         match outcome {
             Ok(()) => {
                 let at = saturating_add(listen.opened, REOPEN_AFTER).max(now);
                 tracing::debug!(server = %listen.server, wait_ms = at.saturating_duration_since(now).as_millis() as u64, "the server ended the listen stream; opening it again");
                 Ended::ReopenAt(at)
             }
+            Err(error)
+                if error.code != codes::METHOD_NOT_FOUND
+                    && !listen.tasks.is_empty()
+                    && !self.tasks_refused =>
+            {
+                // Perhaps for the tasks (too many, or none it takes): asked again without.
+                self.tasks_refused = true;
+                tracing::warn!(server = %listen.server, code = error.code, tasks = listen.tasks.len(), "the server refused a listen stream naming tasks; listening without them (the tasks are polled)");
+                let at = saturating_add(listen.opened, REOPEN_AFTER).max(now);
+                Ended::ReopenAt(at)
+            }
             Err(error) => {
+                self.given_up = true;
                 let unsupported = error.code == codes::METHOD_NOT_FOUND;
                 if !unsupported {
                     tracing::warn!(server = %listen.server, code = error.code, "the server refused the listen stream: no change notifications until the next connection");
@@ -303,11 +396,54 @@ impl ListenStream {
             return Ended::ReopenAt(at);
         }
         tracing::warn!(server = %listen.server, error = %error.without_stderr(), "the listen stream could not be opened: no change notifications until the subscriptions change or the next connection");
+        self.given_up = true;
         if let Some(mut listen) = self.current.take() {
             for waiter in listen.waiting.drain(..) {
                 done(&listen.server, waiter, Err(error.clone()));
             }
         }
         Ended::Nothing
+    }
+
+    /// The tasks the server tells of on the current listen (those of the listen it replaces
+    /// until it is acknowledged).
+    pub fn covering(&self) -> &BTreeSet<String> {
+        self.current.as_ref().map_or(&NO_TASKS, |l| &l.covering)
+    }
+
+    /// Whether tasks may be named on this connection.
+    pub fn takes_tasks(&self) -> bool {
+        !self.tasks_refused
+    }
+
+    /// Tasks were learnt that the current listen does not name (`unnamed`): whether to open
+    /// one that does now. Not while the current one waits for its acknowledgement (it is
+    /// marked stale, see [`ListenStream::take_stale`]), nor once none can be had.
+    pub fn grows(&mut self, unnamed: impl FnOnce(&BTreeSet<String>) -> bool) -> bool {
+        if self.given_up || self.tasks_refused || self.refused_until.is_some() {
+            return false;
+        }
+        let named = self.current.as_ref().map_or(&NO_TASKS, |l| &l.tasks);
+        if !unnamed(named) {
+            return false;
+        }
+        match &self.current {
+            Some(listen) if !listen.acknowledged && !listen.finished => {
+                self.stale = true;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether tasks were learnt while the (now acknowledged) listen waited: a listen naming
+    /// them should follow.
+    pub fn take_stale(&mut self) -> bool {
+        std::mem::take(&mut self.stale)
+    }
+
+    /// What the current listen asked for.
+    pub fn filter(&self) -> Option<&Value> {
+        self.current.as_ref().map(|l| &l.filter)
     }
 }

@@ -546,6 +546,8 @@ impl Session {
         if modern {
             self.open_listen(None, now);
         } else {
+            // No listen: any task told of on an earlier connection is polled at its pace.
+            self.sync_task_coverage(now);
             self.reconcile_subscriptions(subscribed, now);
         }
         for (method, params) in notifications {
@@ -913,10 +915,18 @@ impl Session {
                 }
             }
             "notifications/subscriptions/acknowledged" => {
-                if let Some(live) = self.live.as_mut() {
-                    live.listen.acknowledged(params.as_ref(), &live.wire);
+                let Some(live) = self.live.as_mut() else {
+                    return;
+                };
+                live.listen.acknowledged(params.as_ref(), &live.wire);
+                let stale = live.listen.take_stale();
+                self.sync_task_coverage(now);
+                if stale {
+                    self.listen_for_tasks(now);
                 }
             }
+            "notifications/tasks" => self.on_task_notified(false, params, now),
+            "notifications/tasks/status" => self.on_task_notified(true, params, now),
             "notifications/resources/updated" => {
                 let uri = params
                     .as_ref()
@@ -1103,17 +1113,14 @@ impl Session {
     /// Opens a listen with the current filter (replacing the one open, if any); `waiter` is
     /// answered at its acknowledgement. Nothing to do outside the modern era or while not Ready.
     fn open_listen(&mut self, waiter: Option<Rc<dyn Reply>>, now: Instant) {
-        let filter = self
-            .era
-            .negotiated()
-            .and_then(|n| listen::filter(&n.capabilities, &self.subscriptions));
+        let filter = self.listen_filter();
         let ids = &self.ids;
         let Some(live) = self.live.as_mut().filter(|l| l.wire.era() == Era::Modern) else {
             if let Some(waiter) = waiter {
                 // Kept; sent with the next connection.
                 waiter.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
             }
-            return;
+            return self.sync_task_coverage(now);
         };
         live.listen
             .open(&self.name, filter, waiter, &live.wire, || ids.next(), now);
@@ -1123,6 +1130,15 @@ impl Session {
             self.timers.listen_ack(at, live.seq, id);
             self.moved_to(at);
         }
+        self.sync_task_coverage(now);
+    }
+
+    /// What a listen would ask for now (see [`listen::filter`]).
+    fn listen_filter(&self) -> Option<Value> {
+        let tasks = self.tasks_to_name();
+        self.era
+            .negotiated()
+            .and_then(|n| listen::filter(&n.capabilities, &self.subscriptions, &tasks))
     }
 
     /// The listen's request failed before it was acknowledged (see [`listen`]).
@@ -1135,6 +1151,7 @@ impl Session {
             self.timers.listen_reopen(at, seq);
             self.moved_to(at);
         }
+        self.sync_task_coverage(now);
     }
 
     /// The listen's request was cut off before it opened (see [`ListenStream::cut`]): opened
@@ -1161,6 +1178,7 @@ impl Session {
             self.timers.listen_reopen(at, seq);
             self.moved_to(at);
         }
+        self.sync_task_coverage(now);
     }
 
     /// After a handshake that sent `subscribed`: (un)subscribes what the application changed

@@ -187,6 +187,21 @@ struct Task {
     experimental: bool,
     /// A `tasks/result` of it is out (experimental tasks).
     fetching: bool,
+    /// The current listen stream tells of it (`notifications/tasks`): polled only as a safety
+    /// net, at the ceiling.
+    covered: bool,
+}
+
+impl Task {
+    /// The interval to poll it at: the server's, or, while notifications tell of it, the
+    /// longest the settings allow (a notification lost is then found out by the ceiling).
+    fn poll_pace(&self) -> Option<Duration> {
+        if self.covered {
+            Some(Duration::MAX)
+        } else {
+            self.poll_interval
+        }
+    }
 }
 
 /// The tasks of one server.
@@ -281,6 +296,7 @@ impl TaskTable {
             polls: 0,
             experimental,
             fetching: false,
+            covered: false,
         };
         let id = state.task_id.clone();
         self.writes.push(TaskWrite::Created {
@@ -324,7 +340,7 @@ impl TaskTable {
                 poll_interval: task.poll_interval,
             });
         }
-        let next_poll = next_poll(task.poll_interval);
+        let next_poll = next_poll(task.poll_pace());
         if state.ttl.is_some() {
             task.handle.ttl = state.ttl;
         }
@@ -434,6 +450,11 @@ impl TaskTable {
 
     fn schedule(&mut self, id: &str, at: Instant) {
         if let Some(task) = self.tasks.get_mut(id) {
+            // Planned already (a notification that changes nothing): no second item, or a
+            // server's stream of notifications would grow the heap without bound.
+            if task.next_poll == Some(at) {
+                return;
+            }
             task.next_poll = Some(at);
             self.polls.push(Reverse((at, id.to_owned())));
         }
@@ -546,7 +567,7 @@ impl TaskTable {
             return self.end(id, Err(lost));
         }
         tracing::debug!(server = %self.server, task = %server_text(id), error = %error, failed = task.failed_polls, "a task's poll failed; asking again later");
-        let at = next_poll(task.poll_interval);
+        let at = next_poll(task.poll_pace());
         self.schedule(id, at);
         Next::Wait
     }
@@ -584,6 +605,81 @@ impl TaskTable {
                 self.end(id, Err(Error::rpc(&self.server, "tools/call", error)))
             }
             Err(error) => self.polled(id, Err(error), false, |_| next_poll),
+        }
+    }
+
+    /// What a notification said of a task (`notifications/tasks`, or the session era's
+    /// `notifications/tasks/status` when `experimental`): taken as a poll's answer would be,
+    /// for a task of ours of that flavour (anything else is ignored). A status that changes
+    /// nothing for us leaves the next poll where it was; while a poll (or an update, or a
+    /// `tasks/result`) is out, only an end or a question is taken: that answer says the rest.
+    pub fn notified(
+        &mut self,
+        state: TaskState,
+        experimental: bool,
+        next_poll: impl FnOnce(Option<Duration>) -> Instant,
+    ) -> Next {
+        let id = state.task_id.clone();
+        let Some(task) = self
+            .tasks
+            .get(&id)
+            .filter(|t| t.experimental == experimental)
+        else {
+            tracing::debug!(server = %self.server, task = %server_text(&id), "a notification of a task not followed here; ignored");
+            return Next::Wait;
+        };
+        let settles = state.status.is_terminal() || state.status == TaskStatus::InputRequired;
+        match task.next_poll {
+            Some(at) => self.learnt(&id, state, |_| at),
+            None if settles => self.learnt(&id, state, next_poll),
+            None => Next::Wait,
+        }
+    }
+
+    /// The running tasks a listen should name (the oldest `max` that are the extension's, not
+    /// the session era's), oldest first.
+    pub fn to_name(&self, max: usize) -> Vec<String> {
+        let mut named: Vec<(Instant, &String)> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| !t.experimental)
+            .map(|(id, t)| (t.since, id))
+            .collect();
+        named.sort();
+        named
+            .into_iter()
+            .take(max)
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    /// Whether a running task a listen should name is not in `named`.
+    pub fn any_unnamed(&self, named: &BTreeSet<String>) -> bool {
+        self.tasks
+            .iter()
+            .any(|(id, t)| !t.experimental && !named.contains(id))
+    }
+
+    /// The tasks notifications tell of are now `covering`. One that is no longer told of is
+    /// asked at its own pace again (at `next_poll`, if that is sooner than planned): what
+    /// happened to it meanwhile is learnt no later than without notifications.
+    pub fn cover(
+        &mut self,
+        covering: &BTreeSet<String>,
+        mut next_poll: impl FnMut(Option<Duration>) -> Instant,
+    ) {
+        for (id, task) in &mut self.tasks {
+            let covered = !task.experimental && covering.contains(id);
+            if task.covered && !covered {
+                if let Some(planned) = task.next_poll {
+                    let sooner = next_poll(task.poll_interval);
+                    if sooner < planned {
+                        task.next_poll = Some(sooner);
+                        self.polls.push(Reverse((sooner, id.clone())));
+                    }
+                }
+            }
+            task.covered = covered;
         }
     }
 
@@ -636,6 +732,7 @@ impl TaskTable {
             polls: 0,
             experimental: false,
             fetching: false,
+            covered: false,
         };
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
@@ -673,6 +770,7 @@ impl TaskTable {
             polls: 0,
             experimental: false,
             fetching: false,
+            covered: false,
         };
         self.tasks.insert(id.clone(), task);
         self.schedule(&id, now);
@@ -860,7 +958,8 @@ impl Session {
                 self.commands
                     .push_back(Command::Resume(Resumption::Started { key, handle }));
                 // What its first answer asks for (input, its outcome) is done as for any.
-                return self.on_task_next(&id, next, now);
+                self.on_task_next(&id, next, now);
+                return self.listen_for_tasks(now);
             } else if let Next::Done { outcome, .. } = next {
                 // It ended in its first answer: the result is the call's, not kept for later.
                 self.tasks.take_kept(&id);
@@ -881,6 +980,7 @@ impl Session {
         };
         let next = self.tasks.adopt(state, origin, Some(key), first, now);
         self.on_task_next(&id, next, now);
+        self.listen_for_tasks(now);
     }
 
     /// Waits for the end of task `handle` (`AwaitTask`), within `timeout`, answered on
@@ -933,6 +1033,7 @@ impl Session {
         }
         self.flush_task_writes();
         self.rearm_task_polls(now);
+        self.listen_for_tasks(now);
     }
 
     /// What is known of this server's tasks, for `ListTasks` and the status.
@@ -1135,6 +1236,7 @@ impl Session {
             }
         }
         self.rearm_task_polls(now);
+        self.listen_for_tasks(now);
     }
 
     fn rearm_task_polls(&mut self, _now: Instant) {
@@ -1183,6 +1285,95 @@ impl Session {
             .is_some_and(|l| l.wire.era() == Era::Legacy);
         let next = self.tasks.polled(&task_id, answer, legacy, next_poll);
         self.on_task_next(&task_id, next, now);
+    }
+
+    /// A notification of a task's status (`notifications/tasks`, or the session era's
+    /// `notifications/tasks/status` when `experimental`): learnt as a poll's answer is.
+    pub(super) fn on_task_notified(
+        &mut self,
+        experimental: bool,
+        params: Option<Value>,
+        now: Instant,
+    ) {
+        let parse = if experimental {
+            tasks::parse_experimental_task
+        } else {
+            tasks::parse_task
+        };
+        let state = match params.as_ref().map(parse) {
+            Some(Ok(state)) => state,
+            Some(Err(why)) => {
+                tracing::warn!(server = %self.name, why = %why, "a task notification that is no task; skipped");
+                return crate::telemetry::message_skipped(&self.name, "invalid_task");
+            }
+            None => {
+                tracing::warn!(server = %self.name, "a task notification without params; skipped");
+                return crate::telemetry::message_skipped(&self.name, "invalid_task");
+            }
+        };
+        let id = state.task_id.clone();
+        let (settings, rng) = (&self.settings, &mut self.rng);
+        let next = self.tasks.notified(state, experimental, |interval| {
+            poll_at(settings, rng, interval, now)
+        });
+        self.on_task_next(&id, next, now);
+    }
+
+    /// Whether listens on the current connection name tasks: the extension declared on both
+    /// sides, the 2026-07-28 revision, and the server has not refused them.
+    fn names_tasks(&self) -> bool {
+        self.settings.tasks
+            && self
+                .era
+                .negotiated()
+                .is_some_and(|n| n.era == Era::Modern && tasks::offered(&n.capabilities))
+            && self
+                .live
+                .as_ref()
+                .is_some_and(|l| l.wire.era() == Era::Modern && l.listen.takes_tasks())
+    }
+
+    /// The tasks a listen opened now names.
+    pub(super) fn tasks_to_name(&self) -> Vec<String> {
+        if self.names_tasks() {
+            self.tasks.to_name(super::listen::MAX_TASK_IDS)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Tasks were learnt: a listen naming them replaces the current one, unless it waits for
+    /// its acknowledgement (then that does), a reopening is armed already (it names them), or
+    /// the listen it would open asks for what the current one does (as many as it takes).
+    pub(super) fn listen_for_tasks(&mut self, now: Instant) {
+        if !self.names_tasks() {
+            return;
+        }
+        let tasks = &self.tasks;
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        if self.timers.listen_reopen_armed(live.seq)
+            || !live.listen.grows(|named| tasks.any_unnamed(named))
+        {
+            return;
+        }
+        let filter = self.listen_filter();
+        if self.live.as_ref().and_then(|l| l.listen.filter()) == filter.as_ref() {
+            return;
+        }
+        self.open_listen(None, now);
+    }
+
+    /// The tasks notifications tell of changed (a listen acknowledged, replaced, ended or
+    /// gone with its connection): each one's polls keep pace with it.
+    pub(super) fn sync_task_coverage(&mut self, now: Instant) {
+        let none = BTreeSet::new();
+        let covering = self.live.as_ref().map_or(&none, |l| l.listen.covering());
+        let (settings, rng) = (&self.settings, &mut self.rng);
+        self.tasks
+            .cover(covering, |interval| poll_at(settings, rng, interval, now));
+        self.rearm_task_polls(now);
     }
 
     /// Fetches an experimental task's outcome (`tasks/result`): it answers once the task

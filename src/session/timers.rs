@@ -90,6 +90,12 @@ impl Timers {
         self.listen_reopen = Some((at, seq));
     }
 
+    /// Whether a reopening of connection `seq`'s listen stream is armed (it opens with the
+    /// filter of its time, whatever changed meanwhile).
+    pub fn listen_reopen_armed(&self, seq: u64) -> bool {
+        self.listen_reopen.is_some_and(|(_, s)| s == seq)
+    }
+
     /// Arms the deadline of the subscriptions waiting for listen `id` of connection `seq`
     /// (replacing an older one: its waiters moved to this listen).
     pub fn listen_ack(&mut self, at: Instant, seq: u64, id: u64) {

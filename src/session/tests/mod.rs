@@ -22,6 +22,7 @@ mod eras;
 mod listen;
 mod liveness;
 mod task_findings;
+mod task_notifications;
 mod tasks;
 mod tools;
 

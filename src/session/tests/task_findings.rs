@@ -34,7 +34,7 @@ fn completed(id: &str) -> Value {
 }
 
 /// A 2025-11-25 session whose server takes task-augmented tools/call, tool `job` optional.
-fn session_era() -> Harness {
+pub(super) fn session_era() -> Harness {
     let mut h = Harness::new(&legacy_stdio(), settings());
     let mut negotiated = legacy();
     let caps = json!({"tools": {}, "tasks": {"list": {}, "cancel": {},
@@ -50,7 +50,7 @@ fn session_era() -> Harness {
     h
 }
 
-fn exp_task(id: &str, status: &str) -> Value {
+pub(super) fn exp_task(id: &str, status: &str) -> Value {
     json!({"taskId": id, "status": status, "ttl": 600000, "pollInterval": 5000,
            "createdAt": "2025-11-25T10:00:00Z", "lastUpdatedAt": "2025-11-25T10:00:00Z"})
 }

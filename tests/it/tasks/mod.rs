@@ -5,5 +5,6 @@
 #[cfg(feature = "sqlite")]
 mod durable;
 mod http;
+mod notified;
 mod session_era;
 mod stdio;
