@@ -26,8 +26,8 @@
 //! 5. Tasks: 1,000 concurrent `CallTool`s against `mcp-echo-server` in its tasks mode, each a
 //!    task the client polls (`tasks/get`): polls per task, requests per second at the server
 //!    against the sum of the poll intervals it asked for, RSS per task in flight, and the time
-//!    from a task's completion to its caller's answer. Polling only (`notifications/tasks` is
-//!    not implemented by the client).
+//!    from a task's completion to its caller's answer; then the same with the server telling
+//!    of each completion (`notifications/tasks` on a listen naming the tasks).
 //!
 //! Prints a table and writes `target/bench/summary.json` (and `target/bench/table.md`).
 //! `--pin` runs every child under `taskset -c 0`, so the client and its server share a core.
@@ -156,15 +156,23 @@ fn orchestrate(plan: &Plan) {
         Duration::from_secs(400),
     );
 
-    // 6. Tasks: many at once, polled.
+    // 6. Tasks: many at once, polled; then told of by the server.
+    let task_args = |what: &'static str| {
+        [
+            what.to_owned(),
+            plan.tasks.to_string(),
+            plan.task_ms.to_string(),
+            plan.task_poll_ms.to_string(),
+        ]
+    };
     let tasks = child::run(
         plan,
-        &[
-            "tasks",
-            &plan.tasks.to_string(),
-            &plan.task_ms.to_string(),
-            &plan.task_poll_ms.to_string(),
-        ],
+        &task_args("tasks").each_ref().map(String::as_str),
+        Duration::from_secs(300),
+    );
+    let tasks_notified = child::run(
+        plan,
+        &task_args("tasks-notified").each_ref().map(String::as_str),
         Duration::from_secs(300),
     );
 
@@ -175,6 +183,7 @@ fn orchestrate(plan: &Plan) {
     replacement::report(&mut report, &replacement);
     scale::report(&mut report, &scale); // with the herd's rows
     tasks::report(&mut report, &tasks);
+    tasks::report_notified(&mut report, &tasks_notified);
     report.footer(plan, &machine);
     report.write(started);
 }
@@ -202,7 +211,12 @@ fn child_main(args: &[String]) {
         Some("recovery") => system.block_on(recovery::child(arg(1))),
         Some("replacement") => system.block_on(replacement::child(arg(1))),
         Some("scale") => system.block_on(scale::child(arg(1))),
-        Some("tasks") => system.block_on(tasks::child(arg(1), arg(2) as u64, arg(3) as u64)),
+        Some(what @ ("tasks" | "tasks-notified")) => system.block_on(tasks::child(
+            arg(1),
+            arg(2) as u64,
+            arg(3) as u64,
+            what == "tasks-notified",
+        )),
         Some("stdio-stop") => system.block_on(scale::stop_child()),
         Some("http-server") => {
             system.block_on(server_process::child());

@@ -23,8 +23,12 @@
 //!   client's own part.
 //! - CPU per poll, of the client (this process) and of the server.
 //!
-//! Polling only: `notifications/tasks` (the server's push over `subscriptions/listen`) is not
-//! implemented by the client, so its figure is reported as not measured.
+//!
+//! Then the same again with the server telling of its tasks (`ECHO_TASKS=notify`): the client
+//! names the tasks in a `subscriptions/listen`, and the server sends `notifications/tasks` at
+//! each completion, so the answer follows the completion by the notification's way through
+//! the client, and the polls left are the first of each task (which keeps its time: a change
+//! before the listen's acknowledgement is told of by none) and the ceiling's safety net.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -59,9 +63,11 @@ struct Answer {
     result: Option<Value>,
 }
 
-/// `n` tasks of `ms` (and a fraction of `poll_ms`), polled every `poll_ms`, all at once.
-pub(crate) async fn child(n: usize, ms: u64, poll_ms: u64) -> Value {
-    let config = ServerConfig::stdio(SERVER, ECHO_BIN).env("ECHO_TASKS", "1");
+/// `n` tasks of `ms` (and a fraction of `poll_ms`), polled every `poll_ms`, all at once; with
+/// `notified`, the server tells of their completions.
+pub(crate) async fn child(n: usize, ms: u64, poll_ms: u64, notified: bool) -> Value {
+    let mode = if notified { "notify" } else { "1" };
+    let config = ServerConfig::stdio(SERVER, ECHO_BIN).env("ECHO_TASKS", mode);
     let (sup, addr) = supervise_one(config).await;
     let status = addr
         .send(GetStatus::all())
@@ -186,7 +192,8 @@ pub(crate) async fn child(n: usize, ms: u64, poll_ms: u64) -> Value {
     let interval_us = poll_ms * 1000;
     let peak_interval = peak_in_window(&polls, interval_us);
     eprintln!(
-        "  tasks: {n} of {ms} ms polled every {poll_ms} ms: {} polls, {failed} failed, completion → answer p50 {:.1} ms p99 {:.1} ms, {:.0} B/task, {:.0} ms",
+        "  tasks{}: {n} of {ms} ms polled every {poll_ms} ms: {} polls, {failed} failed, completion → answer p50 {:.1} ms p99 {:.1} ms, {:.0} B/task, {:.0} ms",
+        if notified { " (notified)" } else { "" },
         polls.len(),
         percentile(&to_answer, 0.5),
         percentile(&to_answer, 0.99),
@@ -195,6 +202,7 @@ pub(crate) async fn child(n: usize, ms: u64, poll_ms: u64) -> Value {
     );
     json!({
         "tasks": n,
+        "notified": notified,
         "task_ms": ms,
         "poll_ms": poll_ms,
         "failed": failed,
@@ -245,7 +253,7 @@ pub(crate) fn report(report: &mut Report, tasks: &Value) {
     let n = num(tasks, "tasks");
     let poll_ms = num(tasks, "poll_ms");
     report.line(format!(
-        "### {n} concurrent tasks on one server (polling; `notifications/tasks` not measured)\n"
+        "### {n} concurrent tasks on one server (polling)\n"
     ));
     report.line(format!(
         "{n} `CallTool`s at once against `mcp-echo-server` in its tasks mode (2026-07-28), each a task that asks to be polled every {poll_ms} ms and completes {} ms after its creation plus i/n of one interval (so that completions fall at every phase of the polling). The bound is the sum over the tasks in flight of 1/pollInterval; the mean is taken from the first call to the last poll.\n",
@@ -325,10 +333,6 @@ pub(crate) fn report(report: &mut Report, tasks: &Value) {
                 num(tasks, "server_cpu_us_per_poll")
             ),
         ),
-        (
-            "with `notifications/tasks`".to_owned(),
-            "not measured: the client does not implement it yet".to_owned(),
-        ),
     ];
     for (figure, value) in rows {
         report.line(format!("| {figure} | {value} |"));
@@ -357,6 +361,82 @@ pub(crate) fn report(report: &mut Report, tasks: &Value) {
         report.put(&format!("tasks_{key}"), num(tasks, key), digits);
     }
     report.put("tasks_count", n, 0);
-    // Not measured: the client does not take `notifications/tasks` yet (null in the summary).
-    report.put("tasks_notified_completion_to_answer_p50_ms", f64::NAN, 1);
+}
+
+/// Writes the table of the run whose server told of its tasks, and its summary keys.
+pub(crate) fn report_notified(report: &mut Report, tasks: &Value) {
+    let n = num(tasks, "tasks");
+    report.line(format!(
+        "### {n} concurrent tasks on one server, told of by `notifications/tasks`\n"
+    ));
+    report.line(format!(
+        "The same tasks against `mcp-echo-server` with `ECHO_TASKS=notify`: the client names them in a `subscriptions/listen` and the server sends `notifications/tasks` at each completion. The first poll of each task keeps its time ({} ms); the next would be at the ceiling (60 s), after the tasks' end.\n",
+        num(tasks, "poll_ms")
+    ));
+    report.line("| figure | value |");
+    report.line("|---|---|");
+    let rows = [
+        (
+            "calls answered / failed",
+            format!(
+                "{} / {} ({:.0} ms for all)",
+                n - num(tasks, "failed"),
+                num(tasks, "failed"),
+                num(tasks, "elapsed_ms")
+            ),
+        ),
+        (
+            "polls per task: mean [min–max] / in total",
+            format!(
+                "{:.2} [{}–{}] / {}",
+                num(tasks, "polls_per_task_mean"),
+                num(tasks, "polls_per_task_min"),
+                num(tasks, "polls_per_task_max"),
+                num(tasks, "polls_total")
+            ),
+        ),
+        (
+            "polls after the task's end",
+            format!("{}", num(tasks, "polls_after_end")),
+        ),
+        (
+            "requests/s at the server: mean / peak 1 s (polling's bound)",
+            format!(
+                "{:.0} / {:.0} ({:.0})",
+                num(tasks, "mean_rps"),
+                num(tasks, "peak_rps_1s"),
+                num(tasks, "bound_rps")
+            ),
+        ),
+        (
+            "task completed → caller's answer: p50 / p99 / max",
+            format!(
+                "{:.1} / {:.1} / {:.1} ms",
+                num(tasks, "completion_to_answer_p50_ms"),
+                num(tasks, "completion_to_answer_p99_ms"),
+                num(tasks, "completion_to_answer_max_ms")
+            ),
+        ),
+        (
+            "RSS per task in flight",
+            format!("{:.1} KiB", num(tasks, "rss_bytes_per_task") / 1024.0),
+        ),
+    ];
+    for (figure, value) in rows {
+        report.line(format!("| {figure} | {value} |"));
+    }
+    report.line("");
+    for (key, digits) in [
+        ("failed", 0),
+        ("polls_total", 0),
+        ("polls_per_task_mean", 2),
+        ("polls_after_end", 0),
+        ("mean_rps", 0),
+        ("completion_to_answer_p50_ms", 1),
+        ("completion_to_answer_p99_ms", 1),
+        ("completion_to_answer_max_ms", 1),
+        ("rss_bytes_per_task", 0),
+    ] {
+        report.put(&format!("tasks_notified_{key}"), num(tasks, key), digits);
+    }
 }

@@ -13,7 +13,8 @@
 //! derive for the request's shape: strings are borrowed from the input, not copied).
 //!
 //! With `ECHO_TASKS=1` it is instead a server of the 2026-07-28 revision whose `task` tool is
-//! answered with a task (the Tasks extension), for the benchmark's `tasks` part: see [`tasks`].
+//! answered with a task (the Tasks extension), for the benchmark's `tasks` part: see [`tasks`];
+//! with `ECHO_TASKS=notify` it also tells listens of their tasks' completions.
 
 use std::borrow::Cow;
 use std::io::{self, Read, Write};
@@ -28,11 +29,11 @@ const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26",
 const READ_CHUNK: usize = 64 * 1024;
 
 fn main() {
-    let tasks_mode = std::env::var_os("ECHO_TASKS").is_some_and(|v| v == "1");
-    let served = if tasks_mode {
-        tasks::serve(io::stdin().lock(), io::stdout().lock())
-    } else {
-        serve(io::stdin().lock(), io::stdout().lock())
+    let tasks_mode = std::env::var_os("ECHO_TASKS");
+    let served = match tasks_mode.as_ref().and_then(|v| v.to_str()) {
+        Some("1") => tasks::serve(io::stdin().lock(), io::stdout().lock()),
+        Some("notify") => tasks::serve_notifying(io::stdin().lock(), io::stdout()),
+        _ => serve(io::stdin().lock(), io::stdout().lock()),
     };
     if let Err(e) = served {
         // A closed stdout (the client went away) is the usual way to end.

@@ -31,10 +31,26 @@
 //! - `initialize` → `-32022` (this mode speaks the modern revision only); anything else
 //!   `-32601`. Every result has `resultType`.
 //!
+//! With `ECHO_TASKS=notify` the server also tells of its tasks, for the benchmark's
+//! notifications part:
+//! - `subscriptions/listen {notifications: {taskIds: [..]}}` (at most 4096, else `-32602`) →
+//!   `notifications/subscriptions/acknowledged {notifications: {taskIds: <the known ones>},
+//!   _meta: {"io.modelcontextprotocol/subscriptionId": <listen id>}}`; the listen stays open
+//!   until `notifications/cancelled {requestId}` (no answer: the client let it go). Without the
+//!   switch, `-32601`.
+//! - At each task's completion, to every open listen that names it, `notifications/tasks` with
+//!   the `DetailedTask` a poll would get then (its `seenAtUs` the notification's time) and the
+//!   listen's id in `_meta`; polls after it count as after the end. A clock thread sends them,
+//!   writing under the same lock as the answers, so none overtakes its listen's
+//!   acknowledgement.
+//!
 //! Tasks are never forgotten (a run makes a few thousand). Input is read a line at a time and
 //! the answers written together once no further input is buffered, as in the default mode.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
@@ -43,8 +59,11 @@ const VERSION: &str = "2026-07-28";
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 const TTL_MS: u64 = 600_000;
 const READ_CHUNK: usize = 64 * 1024;
+/// Task ids one listen may name.
+const MAX_LISTEN_TASKS: usize = 4096;
 
 /// One task, and what the server saw of it.
 struct Task {
@@ -77,6 +96,118 @@ struct Server {
     tasks: Vec<Task>,
     /// When each `tasks/get` came, µs since the epoch.
     polls: Vec<u64>,
+    /// `ECHO_TASKS=notify`: listens are taken, and told of the tasks they name.
+    notifying: bool,
+    /// The open listens: their request ids, and the tasks (indices) each names.
+    listens: Vec<(Value, BTreeSet<usize>)>,
+    /// When each task not yet told of completes, earliest first (notifying only).
+    completions: BinaryHeap<Reverse<(Instant, usize)>>,
+}
+
+/// What the reader and the clock thread share in the notifying mode: one lock over the server
+/// and the output, so that what each writes goes out in the order it was decided.
+struct Shared {
+    state: Mutex<State>,
+    /// Rung when a task was created (the clock's next instant may be sooner) or input ended.
+    changed: Condvar,
+}
+
+struct State {
+    server: Server,
+    out: Vec<u8>,
+    output: Box<dyn Write + Send>,
+    ended: bool,
+}
+
+impl State {
+    fn flush(&mut self) -> io::Result<()> {
+        self.output.write_all(&self.out)?;
+        self.output.flush()?;
+        self.out.clear();
+        Ok(())
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic elsewhere leaves the state as whole as it was between two messages.
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Serves until stdin ends, telling listens of their tasks' completions (`ECHO_TASKS=notify`).
+pub(crate) fn serve_notifying(
+    input: impl Read,
+    output: impl Write + Send + 'static,
+) -> io::Result<()> {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            server: Server {
+                notifying: true,
+                ..Server::default()
+            },
+            out: Vec::with_capacity(READ_CHUNK),
+            output: Box::new(output),
+            ended: false,
+        }),
+        changed: Condvar::new(),
+    });
+    let clock = {
+        let shared = shared.clone();
+        std::thread::spawn(move || tell_completions(&shared))
+    };
+    let mut input = BufReader::with_capacity(READ_CHUNK, input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = input.read_until(b'\n', &mut line)?;
+        let mut state = lock(&shared.state);
+        if n > 0 {
+            let State { server, out, .. } = &mut *state;
+            server.answer(&line, out);
+        }
+        if n == 0 || input.buffer().is_empty() {
+            state.flush()?;
+        }
+        if n == 0 {
+            state.ended = true;
+        }
+        drop(state);
+        shared.changed.notify_one();
+        if n == 0 {
+            // Its write errors (the client gone) end it as they end the reader.
+            let _ = clock.join();
+            return Ok(());
+        }
+    }
+}
+
+/// The clock thread: at each task's completion, tells the listens that name it.
+fn tell_completions(shared: &Shared) -> io::Result<()> {
+    let mut state = lock(&shared.state);
+    loop {
+        if state.ended {
+            return Ok(());
+        }
+        let now = Instant::now();
+        match state.server.next_completion() {
+            Some(at) if at <= now => {
+                let State { server, out, .. } = &mut *state;
+                server.tell_completed(now, out);
+                state.flush()?;
+            }
+            Some(at) => {
+                state = shared
+                    .changed
+                    .wait_timeout(state, at - now)
+                    .map_or_else(|e| e.into_inner().0, |(state, _)| state);
+            }
+            None => {
+                state = shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
 }
 
 /// Serves until stdin ends.
@@ -127,11 +258,25 @@ impl Server {
             return;
         };
         let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let params = request.get("params").unwrap_or(&Value::Null);
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         if id.is_null() {
+            if method == "notifications/cancelled" {
+                // A listen let go: no answer (a cancelled request gets none).
+                let cancelled = params.get("requestId");
+                self.listens.retain(|(id, _)| Some(id) != cancelled);
+            }
             return; // A notification (or a response): nothing to answer.
         }
-        let params = request.get("params").unwrap_or(&Value::Null);
-        let reply = match request.get("method").and_then(Value::as_str).unwrap_or("") {
+        if method == "subscriptions/listen" && self.notifying {
+            if let Err(refused) = self.listen(&id, params, out) {
+                let (code, message, _) = refused;
+                let error = json!({"code": code, "message": message});
+                push(out, &json!({"jsonrpc": "2.0", "id": id, "error": error}));
+            }
+            return;
+        }
+        let reply = match method {
             "server/discover" => Ok(json!({
                 "resultType": "complete",
                 "supportedVersions": [VERSION],
@@ -202,6 +347,10 @@ impl Server {
                 };
                 let mut created = fields(self.tasks.len(), &task, "working", task.created_us);
                 created.insert("resultType".into(), json!("task"));
+                if self.notifying {
+                    let at = now + Duration::from_millis(ms);
+                    self.completions.push(Reverse((at, self.tasks.len())));
+                }
                 self.tasks.push(task);
                 Ok(Value::Object(created))
             }
@@ -210,16 +359,102 @@ impl Server {
         }
     }
 
-    fn get(&mut self, params: &Value) -> Reply {
-        let now = Instant::now();
-        let now_us = unix_us();
-        let index = params
-            .get("taskId")
-            .and_then(Value::as_str)
+    /// The index of the task `id` names, if it is one of ours.
+    fn index_of(&self, id: &Value) -> Option<usize> {
+        id.as_str()
             .and_then(|id| id.strip_prefix('t'))
             .and_then(|n| n.parse::<usize>().ok())
             .and_then(|n| n.checked_sub(1))
-            .filter(|i| *i < self.tasks.len());
+            .filter(|i| *i < self.tasks.len())
+    }
+
+    /// `subscriptions/listen`: acknowledged with the tasks it names that are ours; it stays
+    /// open (no answer) until cancelled.
+    fn listen(
+        &mut self,
+        id: &Value,
+        params: &Value,
+        out: &mut Vec<u8>,
+    ) -> Result<(), (i64, String, Option<Value>)> {
+        let named = match params.get("notifications").and_then(|n| n.get("taskIds")) {
+            None => Vec::new(),
+            Some(Value::Array(ids)) if ids.len() <= MAX_LISTEN_TASKS => ids.clone(),
+            Some(_) => {
+                return Err((-32602, format!("`notifications.taskIds` must be an array of at most {MAX_LISTEN_TASKS} task ids"), None))
+            }
+        };
+        let tasks: BTreeSet<usize> = named.iter().filter_map(|id| self.index_of(id)).collect();
+        let known: Vec<String> = tasks.iter().map(|i| Task::id(*i)).collect();
+        push(
+            out,
+            &json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": {"notifications": {"taskIds": known}, "_meta": {SUBSCRIPTION_ID_KEY: id}}}),
+        );
+        self.listens.push((id.clone(), tasks));
+        Ok(())
+    }
+
+    /// When the next task to be told of completes.
+    fn next_completion(&self) -> Option<Instant> {
+        self.completions.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Tells the listens naming them of the tasks that completed by `now`.
+    fn tell_completed(&mut self, now: Instant, out: &mut Vec<u8>) {
+        while let Some(Reverse((at, index))) = self.completions.peek().copied() {
+            if at > now {
+                return;
+            }
+            self.completions.pop();
+            let naming: Vec<Value> = self
+                .listens
+                .iter()
+                .filter(|(_, tasks)| tasks.contains(&index))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if naming.is_empty() {
+                continue;
+            }
+            let mut detail = self.completed(index, unix_us());
+            detail.remove("resultType");
+            for listen in naming {
+                let mut params = detail.clone();
+                params.insert("_meta".into(), json!({SUBSCRIPTION_ID_KEY: listen}));
+                push(
+                    out,
+                    &json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params}),
+                );
+            }
+        }
+    }
+
+    /// Task `index`'s `DetailedTask` once completed, as told at `now_us` (a poll's answer or a
+    /// notification): it counts as told from then on.
+    fn completed(&mut self, index: usize, now_us: u64) -> Map<String, Value> {
+        let task = &mut self.tasks[index];
+        task.told = true;
+        let completed_us = task.completed_us();
+        let mut detail = detailed(index, task, "completed", completed_us);
+        detail.insert(
+            "result".into(),
+            json!({
+                "content": [{"type": "text", "text": "done"}],
+                "structuredContent": {
+                    "taskId": Task::id(index),
+                    "completedAtUs": completed_us,
+                    "seenAtUs": now_us,
+                    "polls": task.polls,
+                },
+                "isError": false,
+            }),
+        );
+        detail
+    }
+
+    fn get(&mut self, params: &Value) -> Reply {
+        let now = Instant::now();
+        let now_us = unix_us();
+        let index = params.get("taskId").and_then(|id| self.index_of(id));
         let Some(index) = index else {
             return error(-32602, "Failed to retrieve task: Task not found");
         };
@@ -240,23 +475,7 @@ impl Server {
             let updated = task.created_us;
             return Ok(Value::Object(detailed(index, task, "working", updated)));
         }
-        task.told = true;
-        let completed_us = task.completed_us();
-        let mut detail = detailed(index, task, "completed", completed_us);
-        detail.insert(
-            "result".into(),
-            json!({
-                "content": [{"type": "text", "text": "done"}],
-                "structuredContent": {
-                    "taskId": Task::id(index),
-                    "completedAtUs": completed_us,
-                    "seenAtUs": now_us,
-                    "polls": task.polls,
-                },
-                "isError": false,
-            }),
-        );
-        Ok(Value::Object(detail))
+        Ok(Value::Object(self.completed(index, now_us)))
     }
 
     fn stats(&self) -> Value {
@@ -415,6 +634,63 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": {"taskId": "t9"}}),
         );
         assert_eq!(unknown["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn a_listen_naming_a_task_is_told_of_its_completion_once() {
+        let mut server = Server {
+            notifying: true,
+            ..Server::default()
+        };
+        let created = run(
+            &mut server,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "task", "arguments": {"ms": 0, "poll_ms": 10}, "_meta": declared()}}),
+        );
+        let task_id = created["result"]["taskId"].clone();
+        let ack = run(
+            &mut server,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                   "params": {"notifications": {"taskIds": [task_id, "t99", 3]}}}),
+        );
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task_id]));
+        assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID_KEY], 7);
+        let mut out = Vec::new();
+        let now = Instant::now();
+        server.tell_completed(now, &mut out);
+        let told: Value = serde_json::from_slice(&out).expect("one notification");
+        assert_eq!(told["method"], "notifications/tasks");
+        assert_eq!(told["params"]["status"], "completed");
+        assert_eq!(told["params"]["_meta"][SUBSCRIPTION_ID_KEY], 7);
+        assert!(told["params"]["result"]["structuredContent"]["completedAtUs"].is_u64());
+        out.clear();
+        server.tell_completed(now, &mut out);
+        assert!(out.is_empty(), "told once");
+        assert_eq!(server.next_completion(), None);
+        // Let go: a later task is told to nobody.
+        let mut out = Vec::new();
+        server.answer(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+                .to_string()
+                .as_bytes(),
+            &mut out,
+        );
+        assert!(out.is_empty(), "a cancelled listen gets no answer");
+        assert!(server.listens.is_empty());
+        let too_many: Vec<String> = (0..=MAX_LISTEN_TASKS).map(|i| format!("t{i}")).collect();
+        let refused = run(
+            &mut server,
+            json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+                   "params": {"notifications": {"taskIds": too_many}}}),
+        );
+        assert_eq!(refused["error"]["code"], -32602);
+        // Without the switch there is no listen.
+        let refused = run(
+            &mut Server::default(),
+            json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {}}),
+        );
+        assert_eq!(refused["error"]["code"], -32601);
     }
 
     #[test]
