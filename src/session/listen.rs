@@ -226,8 +226,16 @@ impl ListenStream {
                 listen.replaces = Some(old.id);
                 // What it covers stays covered until then.
                 listen.covering = std::mem::take(&mut old.covering);
-            } else if !old.finished {
-                wire.cancel(old.id, "replaced");
+            } else {
+                if !old.finished {
+                    wire.cancel(old.id, "replaced");
+                }
+                // The acknowledged one it was to replace keeps delivering until this one is
+                // acknowledged (and is then cancelled), not left open unowned.
+                if let Some(replaced) = old.replaces.take() {
+                    listen.replaces = Some(replaced);
+                    listen.covering = std::mem::take(&mut old.covering);
+                }
             }
         }
         self.current = Some(listen);
@@ -281,13 +289,23 @@ impl ListenStream {
     }
 
     /// A listen ended: with its result (gracefully: open it again), or with an error.
-    pub fn ended(&mut self, id: &Id, outcome: Result<(), RpcError>, now: Instant) -> Ended {
+    pub fn ended(
+        &mut self,
+        id: &Id,
+        outcome: Result<(), RpcError>,
+        wire: &Wire,
+        now: Instant,
+    ) -> Ended {
         let Some(listen) = self.current.as_mut() else {
             return Ended::Nothing;
         };
         if id.as_ours() != Some(listen.id) {
-            // The replaced one ended: nothing to do.
+            // The replaced one ended: what it told of is told of no longer, until this one's
+            // acknowledgement says what this one tells of.
             listen.replaces = None;
+            if !listen.acknowledged {
+                listen.covering.clear();
+            }
             return Ended::Nothing;
         }
         listen.finished = true;
@@ -300,6 +318,7 @@ impl ListenStream {
             }
             Err(error)
                 if error.code != codes::METHOD_NOT_FOUND
+                    && !listen.acknowledged
                     && !listen.tasks.is_empty()
                     && !self.tasks_refused =>
             {
@@ -316,6 +335,10 @@ impl ListenStream {
                     tracing::warn!(server = %listen.server, code = error.code, "the server refused the listen stream: no change notifications until the next connection");
                 }
                 if let Some(mut listen) = self.current.take() {
+                    // The one it was to replace would otherwise be left open, unowned.
+                    if let Some(replaced) = listen.replaces.take() {
+                        wire.cancel(replaced, "no longer needed");
+                    }
                     let refused = Error::rpc(&listen.server, "subscriptions/listen", error);
                     for waiter in listen.waiting.drain(..) {
                         let outcome = if unsupported {

@@ -386,7 +386,7 @@ impl Session {
                 self.timers.retry(at, token);
                 self.moved_to(at);
             }
-            Action::Disconnect => self.disconnect(),
+            Action::Disconnect => self.disconnect(now),
             Action::FlushWaiting => {
                 let situation = situation_of(&self.machine, &self.last_error);
                 let wire = self.live.as_ref().map(|l| &l.wire);
@@ -423,11 +423,14 @@ impl Session {
         });
     }
 
-    fn disconnect(&mut self) {
+    fn disconnect(&mut self, now: Instant) {
         // An attempt under way is dropped with its half-made connection.
         self.attempt = None;
         self.attempt_seq += 1;
         self.live = None;
+        // No listen tells of any task now: each is asked at its own pace again (on the next
+        // connection).
+        self.sync_task_coverage(now);
         let polite = *self.machine.state() == ServerState::Stopped;
         self.commands.push_back(Command::Disconnect { polite });
     }
@@ -1174,7 +1177,7 @@ impl Session {
             return;
         };
         let seq = live.seq;
-        if let Ended::ReopenAt(at) = live.listen.ended(id, outcome, now) {
+        if let Ended::ReopenAt(at) = live.listen.ended(id, outcome, &live.wire, now) {
             self.timers.listen_reopen(at, seq);
             self.moved_to(at);
         }

@@ -190,6 +190,9 @@ struct Task {
     /// The current listen stream tells of it (`notifications/tasks`): polled only as a safety
     /// net, at the ceiling.
     covered: bool,
+    /// When a notification's new status message was last recorded: a server that streams
+    /// progress text costs the store a write per poll floor, not one per notification.
+    message_recorded: Option<Instant>,
 }
 
 impl Task {
@@ -297,6 +300,7 @@ impl TaskTable {
             experimental,
             fetching: false,
             covered: false,
+            message_recorded: None,
         };
         let id = state.task_id.clone();
         self.writes.push(TaskWrite::Created {
@@ -617,18 +621,36 @@ impl TaskTable {
         &mut self,
         state: TaskState,
         experimental: bool,
+        (now, floor): (Instant, Duration),
         next_poll: impl FnOnce(Option<Duration>) -> Instant,
     ) -> Next {
         let id = state.task_id.clone();
         let Some(task) = self
             .tasks
-            .get(&id)
+            .get_mut(&id)
             .filter(|t| t.experimental == experimental)
         else {
             tracing::debug!(server = %self.server, task = %server_text(&id), "a notification of a task not followed here; ignored");
             return Next::Wait;
         };
         let settles = state.status.is_terminal() || state.status == TaskStatus::InputRequired;
+        let message_only = !settles
+            && state.status == task.status
+            && state
+                .poll_interval
+                .is_none_or(|i| task.poll_interval == Some(i))
+            && state.status_message != task.status_message;
+        if message_only {
+            if task
+                .message_recorded
+                .is_some_and(|at| now.saturating_duration_since(at) < floor)
+            {
+                // Shown as it is; recorded with the next change.
+                task.status_message = state.status_message;
+                return Next::Wait;
+            }
+            task.message_recorded = Some(now);
+        }
         match task.next_poll {
             Some(at) => self.learnt(&id, state, |_| at),
             None if settles => self.learnt(&id, state, next_poll),
@@ -733,6 +755,7 @@ impl TaskTable {
             experimental: false,
             fetching: false,
             covered: false,
+            message_recorded: None,
         };
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
@@ -771,6 +794,7 @@ impl TaskTable {
             experimental: false,
             fetching: false,
             covered: false,
+            message_recorded: None,
         };
         self.tasks.insert(id.clone(), task);
         self.schedule(&id, now);
@@ -1313,9 +1337,12 @@ impl Session {
         };
         let id = state.task_id.clone();
         let (settings, rng) = (&self.settings, &mut self.rng);
-        let next = self.tasks.notified(state, experimental, |interval| {
-            poll_at(settings, rng, interval, now)
-        });
+        let floor = settings.task_poll_floor;
+        let next = self
+            .tasks
+            .notified(state, experimental, (now, floor), |interval| {
+                poll_at(settings, rng, interval, now)
+            });
         self.on_task_next(&id, next, now);
     }
 

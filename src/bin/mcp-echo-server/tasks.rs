@@ -55,6 +55,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+/// The longest task this server runs: its end stays a time `Instant` can hold.
+const MAX_TASK_MS: u64 = 86_400_000;
 const VERSION: &str = "2026-07-28";
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -333,6 +335,9 @@ impl Server {
                     return error(-32602, "task needs integer `ms` and `poll_ms`");
                 };
                 let now = Instant::now();
+                if ms > MAX_TASK_MS {
+                    return error(-32602, format!("task `ms` is at most {MAX_TASK_MS}"));
+                }
                 let task = Task {
                     created: now,
                     created_us: unix_us(),

@@ -3,12 +3,15 @@
 //! declares the extension; a notification ends a task without a poll; the tasks the
 //! acknowledgement names are polled only at the ceiling, until it no longer names them; a
 //! burst of tasks costs a few listens, not one each; a server that refuses task ids keeps its
-//! other notifications; what is not a task of ours is skipped.
+//! other notifications; what is not a task of ours is skipped; listens replaced in quick
+//! succession leave none open and no task told of by a listen gone; a stream of progress
+//! messages is recorded once per poll floor.
 
 use super::task_findings::{exp_task, session_era};
 use super::*;
 use crate::protocol::as_sent::AsSent;
 use crate::protocol::tasks::EXTENSION;
+use crate::tasks::TaskStatus;
 
 const MS: Duration = Duration::from_millis(1);
 const CEILING: Duration = Duration::from_secs(5);
@@ -248,7 +251,7 @@ fn no_task_is_named_to_a_server_without_the_extension_or_with_tasks_turned_off()
 }
 
 #[test]
-fn a_reconnect_names_the_running_tasks_again() {
+fn a_reconnect_to_a_server_that_tells_of_nothing_polls_the_task_at_its_pace() {
     let mut h = tasks_server();
     let (answer, opened) = task_call(&mut h, "t");
     acknowledge(&mut h, opened[0].0, &["t"]);
@@ -331,4 +334,174 @@ fn a_session_era_status_notification_fetches_the_result_at_once() {
     h.answer(&sent[0], json!({"task": exp_task("u", "working")}));
     notify(&mut h, "notifications/tasks", completed("u"));
     assert!(answer.take().is_none());
+}
+
+/// The requests given up among `written` (over HTTP, a cancellation closes the stream).
+fn cancelled(written: &[Value]) -> Vec<Value> {
+    written
+        .iter()
+        .filter_map(|m| m.get("abandon").cloned())
+        .collect()
+}
+
+/// Polls of task `id` among `written`.
+fn polls_of(written: &[Value], id: &str) -> Vec<Value> {
+    of(written, "tasks/get")
+        .into_iter()
+        .filter(|m| m["params"]["taskId"] == id)
+        .cloned()
+        .collect()
+}
+
+/// The first poll of task `id` (which keeps its time, 500 ms) is answered `working`.
+fn first_poll_working(h: &mut Harness, id: &str) {
+    h.advance(560 * MS);
+    let poll = polls_of(&h.written(), id);
+    assert_eq!(poll.len(), 1, "{poll:?}");
+    let mut working = task(id, "working", 500);
+    working["resultType"] = json!("complete");
+    h.answer(&poll[0], working);
+}
+
+#[test]
+fn a_reconnect_to_a_server_that_tells_names_the_running_tasks_again() {
+    let mut h = tasks_server();
+    let (_answer, opened) = task_call(&mut h, "t");
+    acknowledge(&mut h, opened[0].0, &["t"]);
+    h.lose("the server restarted");
+    h.await_attempt();
+    let mut negotiated = modern(Duration::from_secs(3600));
+    let caps = json!({"tools": {}, "extensions": {EXTENSION: {}}});
+    negotiated.capabilities = AsSent::from_object(caps.as_object().unwrap().clone()).unwrap();
+    h.open(negotiated, false, Vec::new());
+    let opened = listens(&h.written());
+    let [(_, named)] = &opened[..] else {
+        panic!("one listen on the new connection: {opened:?}")
+    };
+    assert_eq!(named, &["t"]);
+}
+
+#[test]
+fn a_replaced_listen_that_ends_first_leaves_its_tasks_to_their_pace() {
+    let mut h = tasks_server();
+    let (_t, opened) = task_call(&mut h, "t");
+    let first = opened[0].0;
+    acknowledge(&mut h, first, &["t"]);
+    first_poll_working(&mut h, "t");
+    // A second task: a listen naming both replaces the first, which keeps delivering until
+    // the new one is acknowledged...
+    let (_u, opened) = task_call(&mut h, "u");
+    let [(_, named)] = &opened[..] else {
+        panic!("{opened:?}")
+    };
+    assert_eq!(named, &["t", "u"]);
+    // ...but the server ends the first one before: nothing tells of `t` now.
+    h.send(json!({"jsonrpc": "2.0", "id": first, "result": {}}));
+    h.advance(600 * MS);
+    let written = h.written();
+    assert_eq!(
+        polls_of(&written, "t").len(),
+        1,
+        "polled at its pace, not the ceiling's"
+    );
+    assert!(cancelled(&written).is_empty(), "the new listen stays");
+}
+
+#[test]
+fn a_listen_replaced_before_its_acknowledgement_hands_on_the_one_it_was_to_replace() {
+    let mut h =
+        modern_with(json!({"resources": {"subscribe": true}, "extensions": {EXTENSION: {}}}));
+    let (_t, opened) = task_call(&mut h, "t");
+    let first = opened[0].0;
+    acknowledge(&mut h, first, &["t"]);
+    first_poll_working(&mut h, "t");
+    let (_u, opened) = task_call(&mut h, "u");
+    let [(second, _)] = opened[..] else {
+        panic!("{opened:?}")
+    };
+    // A subscription changed before the second's acknowledgement replaces it outright.
+    let subscribed = Rc::new(Answer::default());
+    h.session
+        .subscribe("demo://a".to_owned(), subscribed.clone(), h.now);
+    h.drive();
+    let written = h.written();
+    let opened = listens(&written);
+    let [(third, ref named)] = opened[..] else {
+        panic!("{opened:?}")
+    };
+    assert_eq!(named, &["t", "u"]);
+    assert_eq!(
+        cancelled(&written),
+        [json!(second)],
+        "only the unacknowledged one"
+    );
+    // `t` is still told of by the first, which goes once the third is acknowledged.
+    h.advance(CEILING / 2);
+    assert!(polls_of(&h.written(), "t").is_empty());
+    acknowledge(&mut h, third, &["t", "u"]);
+    assert_eq!(
+        cancelled(&h.written()),
+        [json!(first)],
+        "not left open, unowned"
+    );
+    assert!(matches!(subscribed.take(), Some(Ok(_))));
+}
+
+#[test]
+fn an_acknowledged_listen_that_fails_later_is_not_taken_for_a_refusal_of_task_ids() {
+    let mut h = modern_with(json!({"tools": {"listChanged": true}, "extensions": {EXTENSION: {}}}));
+    let opened = listens(&h.written());
+    acknowledge(&mut h, opened[0].0, &[]);
+    let (_t, opened) = task_call(&mut h, "t");
+    let first = opened[0].0;
+    acknowledge(&mut h, first, &["t"]);
+    h.send(json!({"jsonrpc": "2.0", "id": first,
+                  "error": {"code": -32603, "message": "internal error"}}));
+    h.advance(Duration::from_secs(2));
+    assert!(
+        listens(&h.written()).is_empty(),
+        "an error after the acknowledgement ends listening on this connection"
+    );
+}
+
+/// A server that streams progress text in its notifications costs the store a write per poll
+/// floor (100 ms), not one per notification; the newest text is shown all the same, and is
+/// recorded with the next change of status.
+#[test]
+fn a_stream_of_progress_messages_is_recorded_once_per_poll_floor() {
+    let mut h = tasks_server();
+    let (_answer, opened) = task_call(&mut h, "t");
+    acknowledge(&mut h, opened[0].0, &["t"]);
+    first_poll_working(&mut h, "t");
+    let statuses = |h: &Harness| {
+        h.persisted
+            .iter()
+            .filter(|w| matches!(w, TaskWrite::Status { .. }))
+            .count()
+    };
+    let before = statuses(&h);
+    for percent in 0..1000 {
+        let mut progress = task("t", "working", 500);
+        progress["statusMessage"] = json!(format!("{percent}%"));
+        notify(&mut h, "notifications/tasks", progress);
+        h.advance(MS);
+    }
+    let written = statuses(&h) - before;
+    assert!(
+        (9..=11).contains(&written),
+        "1,000 messages over 1 s: {written} status writes"
+    );
+    let mut asking = task("t", "input_required", 500);
+    asking["statusMessage"] = json!("999%");
+    asking["inputRequests"] = json!({"confirm": {"method": "elicitation/create"}});
+    notify(&mut h, "notifications/tasks", asking);
+    let last_status = h
+        .persisted
+        .iter()
+        .rev()
+        .find(|w| matches!(w, TaskWrite::Status { .. }));
+    assert!(
+        matches!(last_status, Some(TaskWrite::Status { status: TaskStatus::InputRequired, message: Some(m), .. }) if m == "999%"),
+        "{last_status:?}"
+    );
 }
