@@ -92,6 +92,16 @@ pub(crate) fn filter(
     Some(filter)
 }
 
+/// The task ids a filter (ours, or the one a server acknowledged) names.
+fn task_ids(filter: Option<&Value>) -> impl Iterator<Item = &str> {
+    filter
+        .and_then(|f| f.get("taskIds"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 /// The listen stream of one connection.
 pub(crate) struct Listen {
     server: Arc<str>,
@@ -196,16 +206,7 @@ impl ListenStream {
             "subscriptions/listen",
             Some(&json!({ "notifications": filter })),
         );
-        let tasks = filter
-            .get("taskIds")
-            .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tasks = task_ids(Some(&filter)).map(str::to_owned).collect();
         let mut listen = Listen {
             server: server.clone(),
             id,
@@ -255,18 +256,10 @@ impl ListenStream {
         listen.acknowledged = true;
         // Only ids it asked for count: what a server names beyond them is no promise of ours
         // to keep.
-        listen.covering = params
-            .and_then(|p| p.get("notifications"))
-            .and_then(|n| n.get("taskIds"))
-            .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(Value::as_str)
-                    .filter(|id| listen.tasks.contains(*id))
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        listen.covering = task_ids(params.and_then(|p| p.get("notifications")))
+            .filter(|id| listen.tasks.contains(*id))
+            .map(str::to_owned)
+            .collect();
         if listen.covering.len() < listen.tasks.len() {
             tracing::debug!(server = %listen.server, asked = listen.tasks.len(), covered = listen.covering.len(), "the listen stream tells of fewer tasks than it named; the others are polled");
         }
