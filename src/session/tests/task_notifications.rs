@@ -133,10 +133,7 @@ fn a_task_told_of_is_polled_only_at_the_ceiling_and_at_its_pace_once_it_is_not()
     acknowledge(&mut h, opened[0].0, &["t"]);
     // The first poll keeps its time: a change before the acknowledgement was told of by none.
     h.advance(560 * MS);
-    let poll = of(&h.written(), "tasks/get")
-        .into_iter()
-        .cloned()
-        .collect::<Vec<_>>();
+    let poll = polls_of(&h.written(), "t");
     assert_eq!(poll.len(), 1, "{poll:?}");
     let mut working = task("t", "working", 500);
     working["resultType"] = json!("complete");
@@ -147,10 +144,7 @@ fn a_task_told_of_is_polled_only_at_the_ceiling_and_at_its_pace_once_it_is_not()
         "told of: polled no sooner than the ceiling"
     );
     h.advance(CEILING / 10 + 200 * MS);
-    let poll = of(&h.written(), "tasks/get")
-        .into_iter()
-        .cloned()
-        .collect::<Vec<_>>();
+    let poll = polls_of(&h.written(), "t");
     assert_eq!(poll.len(), 1, "the safety net's poll");
     h.answer(&poll[0], working);
     // The server ends the listen: no one tells of the task now, so it is asked at its pace.
@@ -260,10 +254,7 @@ fn a_reconnect_to_a_server_that_tells_of_nothing_polls_the_task_at_its_pace() {
     // (The harness reconnects with default capabilities: a server that declares nothing.)
     assert!(listens(&h.written()).is_empty());
     h.advance(560 * MS);
-    let poll = of(&h.written(), "tasks/get")
-        .into_iter()
-        .cloned()
-        .collect::<Vec<_>>();
+    let poll = polls_of(&h.written(), "t");
     assert_eq!(
         poll.len(),
         1,
