@@ -2,7 +2,8 @@
 //! generation beside the one serving calls, route new calls to it once it is Ready, and drain
 //! the old one.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,72 +26,145 @@ fn replacement_steps(events: &Events, server: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// 16 callers call without pause while the server is restarted 10 times: no call fails, none
-/// is `outcome_unknown`, each restart brings a new process, and none is left at the end.
-async fn ten_restarts_under_load_fail_no_call() {
-    let dir = tempdir();
-    restarts_under_load(demo("demo", dir.path())).await;
+/// The versions a load test replaces a server by: each says which it is in `echo`'s answer.
+enum Versions {
+    /// The demo server with `--version-label vN`: a different argument each time, so each
+    /// generation is a process of its own (and, by its command line, another server).
+    Stdio(tempfile::TempDir),
+    /// A Streamable HTTP server per version, on a port of its own; each is stopped once the
+    /// version after it serves.
+    Http(Vec<http_server::TestHttpServer>),
 }
 
-/// The same over Streamable HTTP: each generation a connection (and, in the session era, a
-/// session) of its own.
-async fn ten_restarts_under_load_fail_no_call_over_http() {
-    let web = http_server().await;
-    restarts_under_load(ServerConfig::http("demo", web.url())).await;
+impl Versions {
+    async fn config(&mut self, version: u32) -> ServerConfig {
+        match self {
+            Versions::Stdio(dir) => {
+                demo("demo", dir.path()).args(["--version-label".to_owned(), format!("v{version}")])
+            }
+            Versions::Http(servers) => {
+                let server = http_server().await;
+                server.faults().echo_prefix(&format!("[v{version}] "));
+                let url = server.url();
+                servers.push(server);
+                ServerConfig::http("demo", url)
+            }
+        }
+    }
+
+    /// Version `version` serves: what is left of the one before goes (over HTTP, once the old
+    /// generation let go of it: its listens closed, its session deleted).
+    async fn retire_before(&mut self, version: u32) {
+        if let Versions::Http(servers) = self {
+            let Some(old) = servers.get(version as usize - 1) else {
+                return;
+            };
+            let stats = old.stats();
+            until("the old generation let go of its server", || {
+                stats.open_listens() == 0 && stats.sessions() == 0
+            })
+            .await;
+        }
+    }
 }
 
-async fn restarts_under_load(config: ServerConfig) {
-    let (sup, events) = start_supervisor(quick_settings(), [config]);
+/// The version in `echo`'s answer, and the text after it.
+fn versioned(answer: &str) -> Option<(u32, &str)> {
+    let rest = answer.strip_prefix("[v")?;
+    let (version, text) = rest.split_once("] ")?;
+    Some((version.parse().ok()?, text))
+}
+
+/// 16 callers call without pause while the server is replaced 10 times by a new version of
+/// itself: no call fails, none is `outcome_unknown`, every call made after the `Replaced` of
+/// version N is answered by N or later, and no process of an old version is left.
+async fn ten_replacements_under_load_fail_no_call() {
+    replacements_under_load(Versions::Stdio(tempdir())).await;
+}
+
+/// The same over Streamable HTTP: each version a server of its own, each generation a
+/// connection (and, in the session era, a session) of its own.
+async fn ten_replacements_under_load_fail_no_call_over_http() {
+    replacements_under_load(Versions::Http(Vec::new())).await;
+}
+
+async fn replacements_under_load(mut versions: Versions) {
+    let first = versions.config(0).await;
+    let (sup, events) = start_supervisor(quick_settings(), [first]);
     events.ready("demo", 1).await;
-    let running = Rc::new(RefCell::new(true));
+    let running = Rc::new(Cell::new(true));
+    // The version that serves new calls: set once its `ReplaceServer` answered.
+    let serving = Rc::new(Cell::new(0u32));
     let failures = Rc::new(RefCell::new(Vec::new()));
-    let answered = Rc::new(RefCell::new(0u64));
+    let by_version = Rc::new(RefCell::new(BTreeMap::<u32, u64>::new()));
     let callers: Vec<_> = (0..16)
         .map(|caller| {
-            let (sup, running) = (sup.clone(), running.clone());
-            let (failures, answered) = (failures.clone(), answered.clone());
+            let (sup, running, serving) = (sup.clone(), running.clone(), serving.clone());
+            let (failures, by_version) = (failures.clone(), by_version.clone());
             actix::spawn(async move {
                 let mut n = 0u64;
-                while *running.borrow() {
+                while running.get() {
                     n += 1;
                     let text = format!("{caller}/{n}");
                     let call = CallTool::new("demo", "echo", json!({ "text": text }))
                         .timeout(Duration::from_secs(10));
-                    match sup.send(call).await {
-                        Ok(Ok(result)) if text_of(&result) == text => {
-                            *answered.borrow_mut() += 1;
+                    let sent_while = serving.get();
+                    let answer = sup.send(call).await;
+                    let shown = match &answer {
+                        Ok(Ok(result)) => text_of(result),
+                        _ => String::new(),
+                    };
+                    match versioned(&shown) {
+                        Some((version, echoed)) if echoed == text && version >= sent_while => {
+                            *by_version.borrow_mut().entry(version).or_default() += 1;
                         }
-                        other => failures.borrow_mut().push(format!("{text}: {other:?}")),
+                        _ => failures.borrow_mut().push(format!(
+                            "{text} (sent while v{sent_while} served): {answer:?}"
+                        )),
                     }
                 }
             })
         })
         .collect();
     let mut pids: Vec<u32> = status(&sup, "demo").await.pid.into_iter().collect();
-    for _ in 0..10 {
-        let before = *answered.borrow();
-        sup.send(Restart::new("demo"))
+    for version in 1..=10 {
+        let answered = || by_version.borrow().values().sum::<u64>();
+        let before = answered();
+        let config = versions.config(version).await;
+        sup.send(ReplaceServer::new(config))
             .await
             .unwrap()
             .expect("replaced");
+        serving.set(version);
+        let old = pids.last().copied();
         pids.extend(status(&sup, "demo").await.pid);
-        // The callers went on through the replacement.
+        // The callers went on through the replacement, and the old version is gone.
         until("calls answered after the replacement", || {
-            *answered.borrow() > before + 16
+            answered() > before + 16
         })
         .await;
+        if let Some(old) = old {
+            assert!(
+                gone_within(old, Duration::from_secs(5)).await,
+                "process {old} of v{} outlived its drain",
+                version - 1
+            );
+        }
+        versions.retire_before(version).await;
     }
-    *running.borrow_mut() = false;
+    running.set(false);
     for caller in callers {
         caller.await.expect("a caller");
     }
     assert!(failures.borrow().is_empty(), "{:#?}", failures.borrow());
+    let served: Vec<u32> = by_version.borrow().keys().copied().collect();
+    assert_eq!(served, (0..=10).collect::<Vec<_>>(), "every version served");
     let mut distinct = pids.clone();
     distinct.sort_unstable();
     distinct.dedup();
     assert!(
         pids.is_empty() || distinct.len() == 11,
-        "a new process per restart: {pids:?}"
+        "a new process per version: {pids:?}"
     );
     assert_eq!(
         replacement_steps(&events, "demo"),
@@ -103,6 +177,7 @@ async fn restarts_under_load(config: ServerConfig) {
             "process {pid} outlived the shutdown"
         );
     }
+    versions.retire_before(11).await;
 }
 
 /// A new generation that cannot start is stopped, the failure said; the old one serves on.
@@ -158,8 +233,8 @@ async fn a_call_longer_than_the_drain_is_outcome_unknown() {
 }
 
 in_both_eras!(
-    ten_restarts_under_load_fail_no_call,
-    ten_restarts_under_load_fail_no_call_over_http,
+    ten_replacements_under_load_fail_no_call,
+    ten_replacements_under_load_fail_no_call_over_http,
     a_replacement_that_cannot_start_leaves_the_old_one_serving,
     a_call_longer_than_the_drain_is_outcome_unknown,
 );

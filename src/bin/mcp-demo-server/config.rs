@@ -34,6 +34,25 @@ pub(crate) fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
+/// `--version-label V` (an argument, the one the demo server takes) or else `DEMO_VERSION=V`:
+/// the version this server says it is, in `serverInfo.version` and as a `[V] ` prefix of
+/// `echo`'s answer, so that a test of a replacement sees which generation answered a call.
+/// Read once; `None` when neither is given.
+pub(crate) fn version_label() -> Option<&'static str> {
+    static LABEL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    LABEL
+        .get_or_init(|| {
+            let mut args = std::env::args().skip(1);
+            while let Some(arg) = args.next() {
+                if arg == "--version-label" {
+                    return args.next();
+                }
+            }
+            std::env::var("DEMO_VERSION").ok().filter(|v| !v.is_empty())
+        })
+        .as_deref()
+}
+
 /// Switches read once at start-up.
 pub(crate) struct Config {
     pub(crate) protocol_override: Option<String>,

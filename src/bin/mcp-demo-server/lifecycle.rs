@@ -40,7 +40,8 @@ impl Session {
 }
 
 pub(crate) fn server_info() -> Value {
-    json!({ "name": "mcp-demo-server", "version": env!("CARGO_PKG_VERSION") })
+    let version = super::config::version_label().unwrap_or(env!("CARGO_PKG_VERSION"));
+    json!({ "name": "mcp-demo-server", "version": version })
 }
 
 impl Server {

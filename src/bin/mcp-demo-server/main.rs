@@ -210,6 +210,8 @@
 //!   and fsynced, before the change is answered), read again at start-up: a server killed with
 //!   SIGKILL and started on the same directory knows its tasks and their state, and does not
 //!   start their jobs again. Without it tasks live in memory and a restart forgets them.
+//! - `DEMO_VERSION=V`, or the argument `--version-label V`: say version `V` in `serverInfo` and
+//!   answer `echo` with `[V] <text>` (a replacement's test tells the generations apart).
 //!
 //! Every start also writes `demo: started pid=<pid>` to stderr; every task `task-start <taskId>`
 //! when its job starts, and every `tasks/get` (of either era, naming a `taskId` of at most 64

@@ -118,6 +118,12 @@ impl Faults {
         lock(&self.0.faults).server_info = on;
     }
 
+    /// What `echo` puts before its text (default nothing): a replacement's test tells the
+    /// servers apart by it, as the demo server's `DEMO_VERSION` does.
+    pub fn echo_prefix(&self, prefix: &str) {
+        lock(&self.0.faults).echo_prefix = prefix.to_owned();
+    }
+
     /// Lists `echo_region` (arguments mirrored into `Mcp-Param-Region`/`-Priority`) and
     /// `confirm` (multi round-trip) in the modern era's `tools/list` (default off, so both eras
     /// list the same four tools; both can be called in the modern era either way).
@@ -202,6 +208,7 @@ pub(super) struct FaultState {
     pub(super) discover_ttl_ms: u64,
     pub(super) list_ttl_ms: u64,
     pub(super) server_info: bool,
+    pub(super) echo_prefix: String,
     pub(super) modern_tools: bool,
     pub(super) invalid_header_tools: bool,
     pub(super) listen_lifetime_ms: Option<u64>,

@@ -92,6 +92,7 @@ impl Shared {
                 discover_ttl_ms: 0,
                 list_ttl_ms: 0,
                 server_info: true,
+                echo_prefix: String::new(),
                 modern_tools: false,
                 invalid_header_tools: false,
                 listen_lifetime_ms: None,

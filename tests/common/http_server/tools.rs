@@ -143,11 +143,10 @@ pub(super) async fn run_tool(
         .entry(name.to_owned())
         .or_default() += 1;
     let text = match name {
-        "echo" => args
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        "echo" => {
+            let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+            format!("{}{text}", lock(&state.faults).echo_prefix)
+        }
         "counter" => (state.counter.fetch_add(1, Ordering::SeqCst) + 1).to_string(),
         "notify_resource" => {
             let uri = args.get("uri").and_then(Value::as_str).unwrap_or_default();

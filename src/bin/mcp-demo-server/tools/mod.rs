@@ -97,7 +97,13 @@ impl Server {
     /// Tools that finish immediately on the reader thread.
     fn call_quick_tool(&self, name: &str, args: &Args) -> Reply {
         match name {
-            "echo" => Ok(text_result(required_str(args, "text")?)),
+            "echo" => {
+                let text = required_str(args, "text")?;
+                Ok(text_result(match super::config::version_label() {
+                    Some(version) => format!("[{version}] {text}"),
+                    None => text.to_owned(),
+                }))
+            }
             "add" => tool_add(args),
             "touch" => {
                 self.log_event("touch");
