@@ -151,8 +151,9 @@
 //!   and the era memory; `liveness` when a silent server counts as gone; `listen` the
 //!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `tasks` the calls the
 //!   server runs as tasks (the task table: polls, input keys, who waits, outcomes nobody took)
-//!   and the session's polls and updates; `status` and `events` what status queries and
-//!   subscribers are told.
+//!   and the session's polls and updates; `handover` what a replaced generation hands to the
+//!   next (the calls waiting for a connection, the tasks); `status` and `events` what status
+//!   queries and subscribers are told.
 //! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`; the skill
 //!   loading in its `skills`; the explicit task handles, `StartTask` and friends, in its
 //!   `tasks`),

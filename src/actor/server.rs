@@ -115,12 +115,53 @@ pub(crate) struct AwaitReady;
 /// Stops the server once its pending calls are answered, or when `timeout` has passed (then
 /// those still pending are answered as calls whose server was stopped are); answers once its
 /// processes are gone. The old generation of a replaced server gets it, after new calls have
-/// been routed to the new one.
+/// been routed to the new one. What it need not finish itself (calls waiting for a connection;
+/// its tasks, when `same_server`) it hands to the new one (see
+/// [`handover`](crate::session::handover)).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub(crate) struct Drain {
     /// How long its calls may take to finish.
     pub timeout: std::time::Duration,
+    /// The new generation reaches the same server (its identity): the tasks go to it too.
+    pub same_server: bool,
+}
+
+/// A generation of `server` put a handover in the slot the generations share: the supervisor
+/// tells the current one to take it ([`TakeHandover`]).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub(crate) struct HandedOver {
+    pub server: String,
+}
+
+/// Take what the slot the generations share holds (see [`Succession`]).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub(crate) struct TakeHandover;
+
+/// What every generation of one supervised server shares, so that one can hand its calls and
+/// tasks to the next: the request-id sequence (a call keeps its key, and the progress token
+/// made of it, in the next generation's table), the slot handovers wait in (calls hold their
+/// callers' reply channels, which never leave the supervisor's thread, so they go through
+/// the slot rather than a message), and who is told a handover waits. All generations run on
+/// the supervisor's arbiter.
+#[derive(Clone)]
+pub(crate) struct Succession {
+    ids: RequestIds,
+    slot: Rc<std::cell::RefCell<Vec<crate::session::handover::Handover>>>,
+    supervisor: Recipient<HandedOver>,
+}
+
+impl Succession {
+    /// The first generation's: a new sequence and an empty slot.
+    pub(crate) fn new(supervisor: Recipient<HandedOver>) -> Self {
+        Succession {
+            ids: RequestIds::default(),
+            slot: Rc::default(),
+            supervisor,
+        }
+    }
 }
 
 /// The actor that supervises one MCP server. Usually created by the
@@ -157,6 +198,8 @@ pub struct ServerActor {
     clock: Clock,
     /// Where this server's tasks are recorded, if anywhere.
     tasks: Option<task_store::TaskPersistence>,
+    /// Shared with the server's other generations (supervised actors only).
+    succession: Option<Succession>,
     _gone: Option<GoneNotice>,
 }
 
@@ -198,6 +241,7 @@ impl ServerActor {
             dial: Dial::Configured,
             clock,
             tasks: None,
+            succession: None,
             _gone: None,
         }
     }
@@ -212,11 +256,24 @@ impl ServerActor {
     pub(crate) fn supervised(
         mut self,
         gone: GoneNotice,
+        succession: Succession,
         subscribers: Vec<Recipient<ServerEvent>>,
         handler: Option<SetRequestHandler>,
         subscriptions: BTreeSet<String>,
     ) -> Self {
         self._gone = Some(gone);
+        // The sequence of the server's every generation (the session is not started yet).
+        self.ids = succession.ids.clone();
+        self.session = Session::new(
+            self.session.name().clone(),
+            self.session.settings().clone(),
+            self.config.transport(),
+            self.ids.clone(),
+            self.skips.clone(),
+            self.clock.now(),
+            rand::random(),
+        );
+        self.succession = Some(succession);
         for subscriber in subscribers {
             self.events.subscribe(subscriber);
         }
@@ -260,7 +317,10 @@ impl ServerActor {
         if !self.ready_waiters.is_empty() {
             self.tell_ready_waiters();
         }
-        if self.draining && self.session.pending_calls() == 0 {
+        // Drained: its calls are answered, or it stopped itself (its connection broke).
+        if self.draining
+            && (self.session.pending_calls() == 0 || *self.session.state() == ServerState::Stopped)
+        {
             self.stop_server(ctx);
         }
     }
@@ -295,7 +355,8 @@ impl ServerActor {
     /// whose server was stopped are), the connection is closed, the processes reaped; then
     /// `stopped` turns true and the actor stops.
     pub(super) fn stop_server(&mut self, ctx: &mut Context<Self>) {
-        if *self.session.state() == ServerState::Stopped {
+        // A draining session may have stopped itself: the rest is still to do.
+        if *self.session.state() == ServerState::Stopped && !self.draining {
             return;
         }
         self.draining = false;
@@ -363,7 +424,31 @@ impl ServerActor {
                 }
             }
             Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),
+            Command::HandOver(handover) => match &self.succession {
+                Some(succession) => {
+                    succession.slot.borrow_mut().push(handover);
+                    succession.supervisor.do_send(HandedOver {
+                        server: self.session.name().to_string(),
+                    });
+                }
+                // Unsupervised: nobody to hand to. Dropped, each call is answered as one
+                // whose actor went away.
+                None => drop(handover),
+            },
         }
+    }
+
+    /// Takes the handovers waiting in the slot the server's generations share.
+    pub(super) fn take_handovers(&mut self, ctx: &mut Context<Self>) {
+        let Some(succession) = &self.succession else {
+            return;
+        };
+        let handovers = std::mem::take(&mut *succession.slot.borrow_mut());
+        let now = self.clock.now();
+        for handover in handovers {
+            self.session.take_over(handover, now);
+        }
+        self.drive(ctx);
     }
 
     fn connect(&mut self, seq: u64, plan: crate::session::AttemptPlan, ctx: &mut Context<Self>) {

@@ -15,7 +15,10 @@ use tokio::sync::watch;
 use crate::actor::messages::skills::refused;
 use crate::actor::messages::*;
 use crate::actor::routing::Forward;
-use crate::actor::server::{ActorGone, AwaitReady, Drain, GoneNotice, InjectPanic, ServerActor};
+use crate::actor::server::{
+    ActorGone, AwaitReady, Drain, GoneNotice, HandedOver, InjectPanic, ServerActor, Succession,
+    TakeHandover,
+};
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
 use crate::protocol::text::server_text;
@@ -23,7 +26,7 @@ use crate::session::status::ServerStatus;
 use crate::skills::{
     content_bytes, GetSkillResult, LoadedSkill, Skill, SkillError, SkillFileContent,
 };
-use crate::tasks::TaskStore;
+use crate::tasks::{server_identity, TaskStore};
 
 /// Asks the supervisor for a server's actor, to send it calls directly (one actor hop per call
 /// instead of two).
@@ -168,6 +171,8 @@ struct Entry {
     subscriptions: BTreeSet<String>,
     /// A new generation is starting to replace this one (`Restart`, `ReplaceServer`).
     replacing: bool,
+    /// Shared by every generation of the server: how one hands its calls to the next.
+    succession: Succession,
 }
 
 /// Supervises a set of MCP servers. See the [crate documentation](crate) for a tour.
@@ -204,7 +209,8 @@ impl Supervisor {
         subscriptions: BTreeSet<String>,
         ctx: &mut Context<Self>,
     ) {
-        let entry = self.start_actor(config, subscriptions, ctx);
+        let succession = Succession::new(ctx.address().recipient());
+        let entry = self.start_actor(config, subscriptions, succession, ctx);
         self.servers.insert(entry.config.name().to_owned(), entry);
     }
 
@@ -213,6 +219,7 @@ impl Supervisor {
         &mut self,
         config: ServerConfig,
         subscriptions: BTreeSet<String>,
+        succession: Succession,
         ctx: &mut Context<Self>,
     ) -> Entry {
         self.epoch += 1;
@@ -225,6 +232,7 @@ impl Supervisor {
         self.subscribers.retain(|s| s.connected());
         let mut actor = ServerActor::new(config.clone(), &self.settings).supervised(
             gone,
+            succession.clone(),
             self.subscribers.clone(),
             self.request_handler.clone(),
             subscriptions.clone(),
@@ -238,6 +246,7 @@ impl Supervisor {
             epoch: self.epoch,
             subscriptions,
             replacing: false,
+            succession,
         }
     }
 
@@ -316,10 +325,11 @@ impl Supervisor {
             }
             Some(entry) => {
                 entry.replacing = true;
-                entry.subscriptions.clone()
+                (entry.subscriptions.clone(), entry.succession.clone())
             }
         };
-        let next = self.start_actor(config, subscriptions, ctx);
+        let (subscriptions, succession) = subscriptions;
+        let next = self.start_actor(config, subscriptions, succession, ctx);
         let ready = next.addr.send(AwaitReady);
         let epoch = next.epoch;
         self.replacements.push(next);
@@ -388,8 +398,12 @@ impl Supervisor {
             });
         }
         next.subscriptions = entry.subscriptions.clone();
+        let same_server = server_identity(&next.config) == server_identity(&entry.config);
         let old = std::mem::replace(entry, next);
-        old.addr.do_send(Drain { timeout: drain });
+        old.addr.do_send(Drain {
+            timeout: drain,
+            same_server,
+        });
         self.removing.push(old);
         tracing::info!(server = %name, "replaced: the new generation takes the calls");
         self.notify(ServerEvent::Replaced {
@@ -430,6 +444,19 @@ impl Actor for Supervisor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         for config in std::mem::take(&mut self.initial) {
             self.spawn_server(config, BTreeSet::new(), ctx);
+        }
+    }
+}
+
+impl Handler<HandedOver> for Supervisor {
+    type Result = ();
+
+    /// A draining generation handed calls over: the current generation takes them. (With the
+    /// server removed meanwhile, they stay in the slot until its last generation is gone;
+    /// dropped then, each is answered as a call whose actor went away.)
+    fn handle(&mut self, HandedOver { server }: HandedOver, _: &mut Context<Self>) {
+        if let Some(entry) = self.servers.get(&server) {
+            entry.addr.do_send(TakeHandover);
         }
     }
 }

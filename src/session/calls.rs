@@ -313,6 +313,45 @@ impl CallTable {
         self.waiting.clear();
     }
 
+    /// Takes the callers' calls that wait to be written out of the table, oldest first, with
+    /// their keys: they go to the server's next generation (see
+    /// [`handover`](super::handover)). The session's own stay, to be answered here, and so
+    /// does the next round of a multi-round-trip request (its state is this connection's
+    /// server's answer).
+    pub fn take_waiting(&mut self) -> Vec<(u64, CallEntry)> {
+        let mut taken = Vec::new();
+        let mut staying = VecDeque::new();
+        while let Some(key) = self.waiting.pop_front() {
+            match self.calls.get(&key) {
+                Some(entry) if entry.sent => {}
+                Some(entry) if entry.held || entry.is_internal() => staying.push_back(key),
+                Some(_) => taken.extend(self.remove(key).map(|entry| (key, entry))),
+                None => {}
+            }
+        }
+        self.waiting = staying;
+        taken
+    }
+
+    /// Takes calls `keys` (those still in the table) out of it, with their keys.
+    pub fn take(&mut self, keys: impl IntoIterator<Item = u64>) -> Vec<(u64, CallEntry)> {
+        keys.into_iter()
+            .filter_map(|key| self.remove(key).map(|entry| (key, entry)))
+            .collect()
+    }
+
+    /// Takes call `key` from another generation's table as it was there: a held one stays
+    /// held, any other waits to be written (see [`CallTable::flush`]). The key was taken from
+    /// the sequence every generation of the server shares, so it is no other call's here.
+    pub fn adopt(&mut self, key: u64, entry: CallEntry) {
+        // Only calls not on a connection are handed over.
+        debug_assert!(!entry.sent, "a written call is not handed over");
+        if !entry.held {
+            self.waiting.push_back(key);
+        }
+        self.calls.insert(key, entry);
+    }
+
     /// Decides, call by call, what happens to the calls written on a connection that is going
     /// away: back to the front of the queue to be re-sent on the next one, or answered now
     /// (see [`outcome::decide`]). Only the calls in `only` (request ids), when given. `tools`

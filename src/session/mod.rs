@@ -26,7 +26,9 @@
 //!   [`era`]: the discovery cache and the era memory (what the next attempt tries);
 //! - [`liveness`]: when a silent server counts as gone; [`listen`]: the 2026-07-28 listen
 //!   stream; [`tools`]: the tool cache and its refresh;
-//! - [`status`] and [`events`]: what status queries and subscribers are told.
+//! - [`status`] and [`events`]: what status queries and subscribers are told;
+//! - [`handover`]: what a replaced generation hands to the next (its waiting calls, its
+//!   tasks).
 //!
 //! The connection state machine is [`crate::policy::state`] (pure, too); the session feeds it
 //! and carries out its actions.
@@ -59,6 +61,7 @@ pub(crate) mod calls;
 pub(crate) mod entry;
 pub(crate) mod era;
 pub(crate) mod events;
+pub(crate) mod handover;
 pub(crate) mod listen;
 pub(crate) mod liveness;
 pub(crate) mod outcome;
@@ -121,6 +124,9 @@ pub(crate) enum Command {
     Persist(TaskWrite),
     /// Hand this back to [`Session::resume`]: what waited for the writes before it.
     Resume(Resumption),
+    /// Give this to the server's current generation ([`Session::take_over`]): this one
+    /// drains (see [`handover`]).
+    HandOver(handover::Handover),
 }
 
 /// Everything a connection attempt starts from.
@@ -257,6 +263,8 @@ pub(crate) struct Session {
     last_error: Option<Error>,
     client_capabilities: Value,
     commands: VecDeque<Command>,
+    /// Replaced: finishing the calls written on its connection (see [`Session::drain`]).
+    draining: bool,
 }
 
 impl Session {
@@ -294,6 +302,7 @@ impl Session {
             last_error: None,
             client_capabilities: json!({}),
             commands: VecDeque::new(),
+            draining: false,
             settings,
             name,
         }
@@ -565,6 +574,10 @@ impl Session {
         self.era.connection_lost(live.proven);
         self.last_error = Some(error.clone());
         self.calls.settle(&error, None, self.tools.list());
+        if self.draining {
+            // Replaced: the new generation sends what may be sent again.
+            return self.drained_by_loss(now);
+        }
         self.feed(Event::ConnectionLost(error), now);
     }
 

@@ -207,6 +207,32 @@ impl Task {
     }
 }
 
+/// A server's tasks as one generation hands them to the next (see
+/// [`handover`](super::handover)): the running ones with who waits for them, the outcomes
+/// nobody took, and which were delivered lately.
+pub(crate) struct TaskHandover {
+    tasks: Vec<(String, Task)>,
+    waiting: HashMap<u64, String>,
+    kept: VecDeque<(TaskHandle, Result<Value, Error>)>,
+    delivered: VecDeque<String>,
+}
+
+impl TaskHandover {
+    /// The callers waiting for the tasks (call keys).
+    pub fn waiters(&self) -> Vec<u64> {
+        self.waiting.keys().copied().collect()
+    }
+
+    /// Running tasks handed over.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.kept.is_empty()
+    }
+}
+
 /// The tasks of one server.
 pub(crate) struct TaskTable {
     server: Arc<str>,
@@ -800,6 +826,53 @@ impl TaskTable {
         self.schedule(&id, now);
     }
 
+    /// Hands every task to the server's next generation: this table is left with none to
+    /// poll (what it had delivered it still knows).
+    pub fn hand_over(&mut self) -> TaskHandover {
+        self.polls.clear();
+        TaskHandover {
+            tasks: self.tasks.drain().collect(),
+            waiting: std::mem::take(&mut self.waiting),
+            kept: std::mem::take(&mut self.kept),
+            delivered: self.delivered.clone(),
+        }
+    }
+
+    /// Takes the tasks another generation of the server handed over. Each is asked when it
+    /// was due there, or at `now` if a poll, an update or a `tasks/result` of it was out on the
+    /// old connection (its answer goes to the old table, which no longer knows the task). A
+    /// task this table follows already (restored from the store meanwhile) keeps its state
+    /// here and takes the other's callers and answered input keys.
+    pub fn take_over(&mut self, handover: TaskHandover, now: Instant) {
+        for (id, mut task) in handover.tasks {
+            if let Some(here) = self.tasks.get_mut(&id) {
+                here.waiters.append(&mut task.waiters);
+                here.answered.append(&mut task.answered);
+                continue;
+            }
+            let at = task.next_poll.take().unwrap_or(now);
+            task.covered = false;
+            task.fetching = false;
+            task.failed_polls = 0;
+            self.tasks.insert(id.clone(), task);
+            self.schedule(&id, at);
+        }
+        self.waiting.extend(handover.waiting);
+        for (handle, outcome) in handover.kept {
+            if !self.is_kept(&handle.task_id) {
+                self.keep(handle, outcome);
+            }
+        }
+        for id in handover.delivered {
+            if !self.was_delivered(&id) {
+                if self.delivered.len() >= MAX_KEPT_OUTCOMES * 4 {
+                    self.delivered.pop_front();
+                }
+                self.delivered.push_back(id);
+            }
+        }
+    }
+
     /// Whether task `id`'s outcome is kept.
     pub fn is_kept(&self, id: &str) -> bool {
         self.kept.iter().any(|(h, _)| h.task_id == id)
@@ -1263,7 +1336,7 @@ impl Session {
         self.listen_for_tasks(now);
     }
 
-    fn rearm_task_polls(&mut self, _now: Instant) {
+    pub(super) fn rearm_task_polls(&mut self, _now: Instant) {
         let at = self.tasks.next_due();
         self.timers.task_polls(at);
         if let Some(at) = at {

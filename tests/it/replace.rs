@@ -232,12 +232,130 @@ async fn a_call_longer_than_the_drain_is_outcome_unknown() {
     sup.send(Shutdown).await.unwrap();
 }
 
+/// The processes whose environment holds `marker` (a test's `DEMO_GENERATION`).
+fn processes_marked(marker: &str) -> Vec<u32> {
+    let wanted = format!("DEMO_GENERATION={marker}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+        })
+        .collect()
+}
+
+/// Calls made while the old generation reconnects (its process was killed, the new one is
+/// slow to start) go to the new generation once it is Ready: none is answered `stopped` or
+/// `unavailable`, each is answered by the new version, and the old generation reconnects no
+/// further (its half-started process is stopped, no other started).
+async fn calls_waiting_on_a_reconnecting_old_generation_go_to_the_new_one() {
+    let dir = tempdir();
+    let old = demo("demo", dir.path())
+        .env("DEMO_SLOW_START_MS", "2500")
+        .env("DEMO_GENERATION", "old");
+    let (sup, events) = start_supervisor(quick_settings(), [old]);
+    events.ready("demo", 1).await;
+    let pid = status(&sup, "demo").await.pid.expect("a pid");
+    kill(pid, nix::sys::signal::Signal::SIGKILL);
+    events.state("demo", "reconnecting", 1).await;
+    let waiting: Vec<_> = (0..4)
+        .map(|i| {
+            let call = CallTool::new("demo", "echo", json!({ "text": format!("w{i}") }))
+                .timeout(Duration::from_secs(20));
+            actix::spawn(sup.send(call))
+        })
+        .collect();
+    let new = demo("demo", dir.path())
+        .env("DEMO_VERSION", "v1")
+        .env("DEMO_GENERATION", "new");
+    sup.send(ReplaceServer::new(new))
+        .await
+        .unwrap()
+        .expect("replaced");
+    for (i, call) in waiting.into_iter().enumerate() {
+        let result = call
+            .await
+            .expect("the caller")
+            .expect("delivered")
+            .expect("answered by the new generation");
+        assert_eq!(text_of(&result), format!("[v1] w{i}"));
+    }
+    until("no process of the old generation", || {
+        processes_marked("old").is_empty()
+    })
+    .await;
+    assert_eq!(
+        events
+            .states("demo")
+            .iter()
+            .filter(|s| **s == "reconnecting")
+            .count(),
+        1,
+        "the old generation did not try again: {:?}",
+        events.states("demo")
+    );
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// A task in flight is the server's: across a `Restart` (the same server) the new generation
+/// polls it and its caller gets the result, although the old generation, which started it,
+/// drains for only 200 ms and is gone well before the task ends.
+async fn a_task_in_flight_is_polled_on_by_the_new_generation() {
+    let dir = tempdir();
+    let config = demo_in("modern", "demo", dir.path()).env(
+        "DEMO_TASKS_DIR",
+        dir.path().join("tasks").display().to_string(),
+    );
+    let (sup, events) = start_supervisor(quick_settings(), [config]);
+    events.ready("demo", 1).await;
+    let old = status(&sup, "demo").await.pid.expect("a pid");
+    let job = CallTool::new("demo", "long_job", json!({"ms": 3000, "poll_ms": 50}))
+        .timeout(Duration::from_secs(20));
+    let job = actix::spawn(sup.send(job));
+    until_async(|| {
+        let sup = sup.clone();
+        async move {
+            sup.send(ListTasks::new("demo"))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .is_some_and(|t| !t.is_empty())
+        }
+    })
+    .await;
+    let restart = Restart::new("demo").drain_timeout(Duration::from_millis(200));
+    sup.send(restart).await.unwrap().expect("replaced");
+    assert!(
+        gone_within(old, Duration::from_secs(5)).await,
+        "the old generation stopped"
+    );
+    assert!(!job.is_finished(), "the task still runs");
+    let result = job
+        .await
+        .expect("the caller")
+        .expect("delivered")
+        .expect("the task's result, through the new generation");
+    assert_eq!(text_of(&result), "done");
+    let tasks = sup.send(ListTasks::new("demo")).await.unwrap().unwrap();
+    assert!(tasks.is_empty(), "delivered, not kept: {tasks:?}");
+    sup.send(Shutdown).await.unwrap();
+}
+
 in_both_eras!(
     ten_replacements_under_load_fail_no_call,
     ten_replacements_under_load_fail_no_call_over_http,
     a_replacement_that_cannot_start_leaves_the_old_one_serving,
     a_call_longer_than_the_drain_is_outcome_unknown,
+    calls_waiting_on_a_reconnecting_old_generation_go_to_the_new_one,
 );
+
+#[actix::test]
+async fn a_task_in_flight_across_a_restart() {
+    a_task_in_flight_is_polled_on_by_the_new_generation().await;
+}
 
 /// One reload that adds, removes, changes, keeps, and meets an entry that cannot be loaded: each
 /// server gets what the diff says, and the one with the invalid entry runs on as it was.

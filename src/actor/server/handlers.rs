@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use tokio::sync::oneshot;
 
-use super::{AwaitReady, Drain, InjectPanic, ServerActor};
+use super::{AwaitReady, Drain, InjectPanic, ServerActor, TakeHandover};
 use crate::actor::messages::tasks;
 use crate::actor::messages::*;
 use crate::actor::reply::{self, CallResponse, Slot};
@@ -202,18 +202,34 @@ impl Handler<AwaitReady> for ServerActor {
 impl Handler<Drain> for ServerActor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, Drain { timeout }: Drain, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(
+        &mut self,
+        Drain {
+            timeout,
+            same_server,
+        }: Drain,
+        ctx: &mut Context<Self>,
+    ) -> Self::Result {
         let mut stopped = self.stopped.subscribe();
         if *self.session.state() != ServerState::Stopped && !self.draining {
             self.draining = true;
             // Calls still pending when the drain time is up are answered as any whose server
             // was stopped: `outcome_unknown` if sent and not safe by nature.
             ctx.run_later(timeout, |act, ctx| act.stop_server(ctx));
+            self.session.drain(same_server, self.clock.now());
             self.drive(ctx);
         }
         Box::pin(async move {
             let _ = stopped.wait_for(|done| *done).await;
         })
+    }
+}
+
+impl Handler<TakeHandover> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: TakeHandover, ctx: &mut Context<Self>) {
+        self.take_handovers(ctx);
     }
 }
 

@@ -19,6 +19,7 @@ use crate::transport::Link;
 
 mod calls;
 mod eras;
+mod handover;
 mod listen;
 mod liveness;
 mod task_findings;
@@ -81,12 +82,17 @@ fn kind(answer: &Answer) -> Option<ErrorKind> {
 impl Harness {
     /// A session for `config`, started: its first attempt is pending.
     fn new(config: &ServerConfig, settings: Settings) -> Self {
+        Self::with_ids(config, settings, RequestIds::default())
+    }
+
+    /// [`Harness::new`], taking request ids from `ids` (a server's next generation).
+    fn with_ids(config: &ServerConfig, settings: Settings, ids: RequestIds) -> Self {
         let now = Instant::now();
         let session = Session::new(
             Arc::from(config.name()),
             settings,
             config.transport(),
-            RequestIds::default(),
+            ids,
             Arc::default(),
             now,
             7,
