@@ -135,6 +135,19 @@ pub(crate) struct HandedOver {
     pub server: String,
 }
 
+/// Answers once the server's subscriptions are in force on its connection (see
+/// [`Session::await_listening`](crate::session::Session)): what a replacement waits for before
+/// the old generation lets go of them.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Result<(), Error>")]
+pub(crate) struct AwaitListening;
+
+/// The replacement of this (serving) generation failed: its status's `last_error` says why,
+/// until something newer happens.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub(crate) struct ReplacementFailed(pub Error);
+
 /// Take what the slot the generations share holds (see [`Succession`]).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]

@@ -16,8 +16,8 @@ use crate::actor::messages::skills::refused;
 use crate::actor::messages::*;
 use crate::actor::routing::Forward;
 use crate::actor::server::{
-    ActorGone, AwaitReady, Drain, GoneNotice, HandedOver, InjectPanic, ServerActor, Succession,
-    TakeHandover,
+    ActorGone, AwaitListening, AwaitReady, Drain, GoneNotice, HandedOver, InjectPanic,
+    ReplacementFailed, ServerActor, Succession, TakeHandover,
 };
 use crate::config::{ServerConfig, Settings};
 use crate::error::Error;
@@ -342,11 +342,59 @@ impl Supervisor {
             // Its actor died before it was Ready.
             ready.await.unwrap_or(Err(Error::Stopped { server }))
         };
+        let settled = name.clone();
         Box::pin(
             ready
                 .into_actor(self)
+                .then(move |ready, act, _| act.settle_subscriptions(&settled, epoch, ready))
                 .map(move |ready, act, _| act.replacement_ready(&name, epoch, drain, ready)),
         )
+    }
+
+    /// The new generation of `name` (of `epoch`) is Ready: before the old one lets go of the
+    /// subscriptions, they are made in force on the new one: those made or ended while it
+    /// started are sent, and their answers and the new listen's acknowledgement (2026-07-28)
+    /// are awaited, so that no update falls between the two generations. (Each wait is bounded
+    /// as a `Subscribe` is; one that fails does not hold the replacement back.)
+    fn settle_subscriptions(
+        &mut self,
+        name: &str,
+        epoch: u64,
+        ready: Result<(), Error>,
+    ) -> impl ActorFuture<Self, Output = Result<(), Error>> + 'static {
+        type Wait = futures_util::future::LocalBoxFuture<
+            'static,
+            Result<Result<(), Error>, actix::MailboxError>,
+        >;
+        let mut waits: Vec<Wait> = Vec::new();
+        let current = self.servers.get(name).map(|e| e.subscriptions.clone());
+        let next = self.replacements.iter_mut().find(|e| e.epoch == epoch);
+        if let (Ok(()), Some(next), Some(current)) = (&ready, next, current) {
+            for uri in current.difference(&next.subscriptions) {
+                waits.push(Box::pin(next.addr.send(Subscribe {
+                    server: name.to_owned(),
+                    uri: uri.clone(),
+                })));
+            }
+            for uri in next.subscriptions.difference(&current) {
+                waits.push(Box::pin(next.addr.send(Unsubscribe {
+                    server: name.to_owned(),
+                    uri: uri.clone(),
+                })));
+            }
+            next.subscriptions = current;
+            waits.push(Box::pin(next.addr.send(AwaitListening)));
+        }
+        let server = name.to_owned();
+        async move {
+            for wait in waits {
+                if let Ok(Err(e)) = wait.await {
+                    tracing::warn!(server = %server, error = %e, "a subscription is not in force on the new generation yet");
+                }
+            }
+            ready
+        }
+        .into_actor(self)
     }
 
     /// The new generation of `name` (of `epoch`) is Ready, or will not be.
@@ -378,13 +426,14 @@ impl Supervisor {
             tracing::warn!(server = %name, error = %error.without_stderr(), "replacement failed; the old generation serves on");
             next.addr.do_send(Shutdown);
             self.removing.push(next);
+            entry.addr.do_send(ReplacementFailed(error.clone()));
             self.notify(ServerEvent::ReplaceFailed {
                 server: name.to_owned(),
                 error: error.clone(),
             });
             return Err(error);
         }
-        // Subscriptions made or ended while the new generation started.
+        // Subscriptions made or ended in the last moment (after `settle_subscriptions`).
         for uri in entry.subscriptions.difference(&next.subscriptions) {
             next.addr.do_send(Subscribe {
                 server: name.to_owned(),

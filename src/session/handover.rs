@@ -82,6 +82,12 @@ impl Session {
         }
     }
 
+    /// The replacement of this generation failed with `error`: it serves on, and its status
+    /// says why the replacement did not happen (until a newer error).
+    pub fn replacement_failed(&mut self, error: crate::error::Error) {
+        self.last_error = Some(error);
+    }
+
     /// Hands the calls waiting to be written (with `holding` and `tasks`, if any) to the next
     /// generation.
     fn hand_over(&mut self, holding: Vec<(u64, CallEntry)>, tasks: Option<TaskHandover>) {

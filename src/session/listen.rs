@@ -347,6 +347,22 @@ impl ListenStream {
         }
     }
 
+    /// `waiter` waits for the acknowledgement of the current listen, if one is open and not
+    /// acknowledged yet; otherwise it is handed back (nothing to wait for).
+    pub fn wait_for_ack(&mut self, waiter: Rc<dyn Reply>) -> Result<(), Rc<dyn Reply>> {
+        match self
+            .current
+            .as_mut()
+            .filter(|l| !l.acknowledged && !l.finished)
+        {
+            Some(listen) => {
+                listen.waiting.push(waiter);
+                Ok(())
+            }
+            None => Err(waiter),
+        }
+    }
+
     /// The current listen, while subscriptions wait for its acknowledgement.
     pub fn awaited(&self) -> Option<u64> {
         self.current

@@ -1126,6 +1126,24 @@ impl Session {
         self.call(call, reply, now);
     }
 
+    /// Answers `reply` once the subscriptions are in force on the current connection: at once,
+    /// unless a 2026-07-28 listen waits for its acknowledgement (then at that
+    /// acknowledgement, or when the wait is over as for a `Subscribe`). What a replacement
+    /// waits for before the old generation lets go of the same subscriptions.
+    pub fn await_listening(&mut self, reply: Rc<dyn Reply>, now: Instant) {
+        let Some(live) = self.live.as_mut() else {
+            return reply.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
+        };
+        if let Err(reply) = live.listen.wait_for_ack(reply) {
+            return reply.answer(&self.name, Ok(Payload::Parsed(Value::Null)));
+        }
+        if let Some(id) = live.listen.awaited() {
+            let at = saturating_add(now, self.settings.call_timeout);
+            self.timers.listen_ack(at, live.seq, id);
+            self.moved_to(at);
+        }
+    }
+
     /// Opens a listen with the current filter (replacing the one open, if any); `waiter` is
     /// answered at its acknowledgement. Nothing to do outside the modern era or while not Ready.
     fn open_listen(&mut self, waiter: Option<Rc<dyn Reply>>, now: Instant) {

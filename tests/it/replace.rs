@@ -180,30 +180,78 @@ async fn replacements_under_load(mut versions: Versions) {
     versions.retire_before(11).await;
 }
 
-/// A new generation that cannot start is stopped, the failure said; the old one serves on.
+/// A new generation that cannot start is stopped, the failure said (the answer, the event,
+/// the status's `last_error`); the old one serves on, and callers calling without pause meanwhile
+/// see no failure. Once with a program that cannot be started, once with a new version that
+/// exits at every start (its start-up policy spent: one retry).
 async fn a_replacement_that_cannot_start_leaves_the_old_one_serving() {
     let dir = tempdir();
     let (sup, events) = start_supervisor(quick_settings(), [demo("demo", dir.path())]);
     events.ready("demo", 1).await;
     let pid = status(&sup, "demo").await.pid;
-    let broken = ServerConfig::stdio("demo", "/nonexistent/mcp-server");
-    let failed = sup
-        .send(ReplaceServer::new(broken))
-        .await
-        .unwrap()
-        .expect_err("the new generation cannot start");
-    assert_eq!(failed.kind(), ErrorKind::InvalidConnection, "{failed}");
-    assert_eq!(
-        replacement_steps(&events, "demo"),
-        ["replacing", "replace_failed"]
-    );
-    let echo = CallTool::new("demo", "echo", json!({"text": "still here"}));
-    let result = sup
-        .send(echo)
-        .await
-        .unwrap()
-        .expect("the old generation answers");
-    assert_eq!(text_of(&result), "still here");
+    let running = Rc::new(Cell::new(true));
+    let failures = Rc::new(RefCell::new(Vec::new()));
+    let answered = Rc::new(Cell::new(0u64));
+    let callers: Vec<_> = (0..4)
+        .map(|caller| {
+            let (sup, running) = (sup.clone(), running.clone());
+            let (failures, answered) = (failures.clone(), answered.clone());
+            actix::spawn(async move {
+                let mut n = 0u64;
+                while running.get() {
+                    n += 1;
+                    let text = format!("{caller}/{n}");
+                    let call = CallTool::new("demo", "echo", json!({ "text": text }));
+                    match sup.send(call).await {
+                        Ok(Ok(result)) if text_of(&result) == text => {
+                            answered.set(answered.get() + 1)
+                        }
+                        other => failures.borrow_mut().push(format!("{text}: {other:?}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    let broken = [
+        (
+            ServerConfig::stdio("demo", "/nonexistent/mcp-server"),
+            "/nonexistent/mcp-server",
+        ),
+        (
+            demo("demo", dir.path())
+                .env("DEMO_FAIL_STARTS", "1000")
+                .max_connect_retries(1),
+            "simulated start-up failure 2/1000",
+        ),
+    ];
+    for (round, (config, why)) in broken.into_iter().enumerate() {
+        let before = answered.get();
+        let failed = sup
+            .send(ReplaceServer::new(config))
+            .await
+            .unwrap()
+            .expect_err("the new generation cannot start");
+        assert_eq!(failed.kind(), ErrorKind::InvalidConnection, "{failed}");
+        assert!(failed.to_string().contains(why), "{failed}");
+        let shown = status(&sup, "demo").await;
+        let last = shown.last_error.expect("the status says why");
+        assert_eq!(last.to_string(), failed.to_string());
+        assert_eq!(shown.state, ServerState::Ready, "the old one serves on");
+        assert!(shown.next_generation.is_none(), "the new one is gone");
+        assert_eq!(
+            replacement_steps(&events, "demo"),
+            ["replacing", "replace_failed"].repeat(round + 1)
+        );
+        until("calls answered after the failure", || {
+            answered.get() > before + 4
+        })
+        .await;
+    }
+    running.set(false);
+    for caller in callers {
+        caller.await.expect("a caller");
+    }
+    assert!(failures.borrow().is_empty(), "{:#?}", failures.borrow());
     assert_eq!(status(&sup, "demo").await.pid, pid, "the same process");
     sup.send(Shutdown).await.unwrap();
 }
@@ -342,6 +390,51 @@ async fn a_task_in_flight_is_polled_on_by_the_new_generation() {
     let tasks = sup.send(ListTasks::new("demo")).await.unwrap().unwrap();
     assert!(tasks.is_empty(), "delivered, not kept: {tasks:?}");
     sup.send(Shutdown).await.unwrap();
+}
+
+/// A subscription moves to the new generation with no window for a lost update: the
+/// replacement is done only once the new generation's listen is acknowledged (2026-07-28), so
+/// an update the new server sends right after `Replaced` reaches the application although that
+/// server is slow (300 ms) to put a listen in force.
+#[actix::test]
+async fn a_subscription_is_in_force_on_the_new_generation_when_it_takes_over() {
+    let old = http_server::TestHttpServer::start_with(http_server::Era::Modern).await;
+    let (sup, events) = start_supervisor(quick_settings(), [ServerConfig::http("demo", old.url())]);
+    events.ready("demo", 1).await;
+    sup.send(Subscribe {
+        server: "demo".into(),
+        uri: "test://r".into(),
+    })
+    .await
+    .unwrap()
+    .expect("subscribed");
+    let new = http_server::TestHttpServer::start_with(http_server::Era::Modern).await;
+    new.faults().listen_ack_delay_ms(300);
+    sup.send(ReplaceServer::new(ServerConfig::http("demo", new.url())))
+        .await
+        .unwrap()
+        .expect("replaced");
+    assert_eq!(
+        new.stats().open_listens(),
+        1,
+        "in force before the replacement"
+    );
+    let notify = CallTool::new("demo", "notify_resource", json!({"uri": "test://r"}));
+    sup.send(notify)
+        .await
+        .unwrap()
+        .expect("the new server notifies");
+    events
+        .resource_updated("test://r", Duration::from_secs(5))
+        .await;
+    let stats = old.stats();
+    until("the old generation closed its listen", || {
+        stats.open_listens() == 0
+    })
+    .await;
+    sup.send(Shutdown).await.unwrap();
+    new.stop().await;
+    old.stop().await;
 }
 
 in_both_eras!(

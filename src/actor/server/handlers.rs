@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use tokio::sync::oneshot;
 
-use super::{AwaitReady, Drain, InjectPanic, ServerActor, TakeHandover};
+use super::{
+    AwaitListening, AwaitReady, Drain, InjectPanic, ReplacementFailed, ServerActor, TakeHandover,
+};
 use crate::actor::messages::tasks;
 use crate::actor::messages::*;
 use crate::actor::reply::{self, CallResponse, Slot};
@@ -222,6 +224,25 @@ impl Handler<Drain> for ServerActor {
         Box::pin(async move {
             let _ = stopped.wait_for(|done| *done).await;
         })
+    }
+}
+
+impl Handler<AwaitListening> for ServerActor {
+    type Result = CallResponse<()>;
+
+    fn handle(&mut self, _: AwaitListening, ctx: &mut Context<Self>) -> Self::Result {
+        let slot = Slot::empty(reply::unit, "AwaitListening");
+        self.session.await_listening(slot.clone(), self.clock.now());
+        self.drive(ctx);
+        CallResponse(slot)
+    }
+}
+
+impl Handler<ReplacementFailed> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, ReplacementFailed(error): ReplacementFailed, _: &mut Context<Self>) {
+        self.session.replacement_failed(error);
     }
 }
 

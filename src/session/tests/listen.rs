@@ -208,3 +208,39 @@ fn a_listen_never_acknowledged_answers_its_subscribers_by_the_call_timeout() {
     acknowledge(&mut h, id);
     assert_eq!(h.session.status(h.now).subscriptions, ["demo://a"]);
 }
+
+/// What a replacement waits for (`Session::await_listening`): the acknowledgement of the
+/// listen that is open and not yet in force, or nothing at all when none waits; bounded as a
+/// subscription's wait is.
+#[test]
+fn a_replacement_waits_for_the_listen_to_be_in_force_and_no_longer_than_a_call() {
+    let mut h = connected();
+    let at_once = Rc::new(Answer::default());
+    h.session.await_listening(at_once.clone(), h.now);
+    h.drive();
+    assert!(at_once
+        .take()
+        .expect("no listen: nothing to wait for")
+        .is_ok());
+
+    let subscribed = subscribe(&mut h, "demo://a");
+    let [id] = listens(&h)[..] else {
+        panic!("one listen")
+    };
+    let waiting = Rc::new(Answer::default());
+    h.session.await_listening(waiting.clone(), h.now);
+    h.drive();
+    assert!(waiting.take().is_none(), "the listen is not in force yet");
+    acknowledge(&mut h, id);
+    assert!(waiting.take().expect("answered").is_ok());
+    assert!(subscribed.take().expect("answered").is_ok());
+
+    let _ = subscribe(&mut h, "demo://b");
+    let late = Rc::new(Answer::default());
+    h.session.await_listening(late.clone(), h.now);
+    h.drive();
+    h.advance(settings().call_timeout - Duration::from_millis(1));
+    assert!(late.take().is_none());
+    h.advance(Duration::from_millis(2));
+    assert_eq!(kind(&late), Some(ErrorKind::Timeout), "bounded");
+}

@@ -144,6 +144,12 @@ impl Faults {
         listen::tools_changed(&self.0);
     }
 
+    /// Opens (registers and acknowledges) every listen `ms` after its request came (default 0:
+    /// at once): a server slow to put a listen in force, which deliveries meanwhile miss.
+    pub fn listen_ack_delay_ms(&self, ms: u64) {
+        lock(&self.0.faults).listen_ack_delay_ms = ms;
+    }
+
     /// Ends every listen opened from now on gracefully (its result, then the end of the stream)
     /// `ms` after its acknowledgement (`None`: listens last until the client closes them).
     pub fn end_listens_after(&self, ms: Option<u64>) {
@@ -212,6 +218,7 @@ pub(super) struct FaultState {
     pub(super) modern_tools: bool,
     pub(super) invalid_header_tools: bool,
     pub(super) listen_lifetime_ms: Option<u64>,
+    pub(super) listen_ack_delay_ms: u64,
     pub(super) confirm_rounds: usize,
     pub(super) confirm_state_only: usize,
     pub(super) task_poll_ms: u64,

@@ -93,32 +93,45 @@ pub(super) fn listen(
 ) -> Result<HttpResponse, String> {
     let filter = honoured(params.get("notifications"))?;
     let (tx, rx) = mpsc::unbounded_channel();
-    let lifetime = lock(&state.faults).listen_lifetime_ms;
-    let key = {
-        let mut listens = lock(&state.listens);
-        let key = listens.next_key;
-        listens.next_key += 1;
-        listens.opened += 1;
-        let listen = Listen {
-            key,
-            id: id.clone(),
-            filter: filter.clone(),
-            tx,
-        };
-        // Registered and acknowledged under one lock: nothing can come before the ack.
-        listen.send(&json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/subscriptions/acknowledged",
-            "params": {"notifications": filter, "_meta": {SUBSCRIPTION_ID: id}},
-        }));
-        listens.open.push(listen);
-        key
+    let (lifetime, ack_delay) = {
+        let faults = lock(&state.faults);
+        (faults.listen_lifetime_ms, faults.listen_ack_delay_ms)
     };
-    if let Some(ms) = lifetime {
-        let state = state.clone();
+    let opened = state.clone();
+    let open = move || {
+        let key = {
+            let mut listens = lock(&opened.listens);
+            let key = listens.next_key;
+            listens.next_key += 1;
+            listens.opened += 1;
+            let listen = Listen {
+                key,
+                id: id.clone(),
+                filter: filter.clone(),
+                tx,
+            };
+            // Registered and acknowledged under one lock: nothing can come before the ack.
+            listen.send(&json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": filter, "_meta": {SUBSCRIPTION_ID: id}},
+            }));
+            listens.open.push(listen);
+            key
+        };
+        if let Some(ms) = lifetime {
+            actix_web::rt::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                end_where(&opened, |listen| listen.key == key, false);
+            });
+        }
+    };
+    if ack_delay == 0 {
+        open();
+    } else {
         actix_web::rt::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            end_where(&state, |listen| listen.key == key, false);
+            tokio::time::sleep(Duration::from_millis(ack_delay)).await;
+            open();
         });
     }
     Ok(HttpResponse::Ok()

@@ -93,6 +93,7 @@ impl Shared {
                 list_ttl_ms: 0,
                 server_info: true,
                 echo_prefix: String::new(),
+                listen_ack_delay_ms: 0,
                 modern_tools: false,
                 invalid_header_tools: false,
                 listen_lifetime_ms: None,
