@@ -582,17 +582,25 @@ async fn a_watched_file_is_reloaded_on_change_and_a_broken_edit_is_not_applied()
     let dir = tempdir();
     let file = dir.path().join("mcp.json");
     let demo_exe = env!("CARGO_BIN_EXE_mcp-demo-server");
+    // Each server as `name` or `name@version` (the demo server's `--version-label`).
     let servers = |names: &[&str]| {
         let entries: Vec<String> = names
             .iter()
-            .map(|n| format!(r#""{n}": {{"command": "{demo_exe}"}}"#))
+            .map(|n| match n.split_once('@') {
+                Some((name, version)) => format!(
+                    r#""{name}": {{"command": "{demo_exe}", "args": ["--version-label", "{version}"]}}"#
+                ),
+                None => format!(r#""{n}": {{"command": "{demo_exe}"}}"#),
+            })
             .collect();
         format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
     };
-    std::fs::write(&file, servers(&["one"])).unwrap();
+    let echo = |server: &'static str| CallTool::new(server, "echo", json!({"text": "hi"}));
+    std::fs::write(&file, servers(&["one", "two@v1"])).unwrap();
     let loaded = ServerConfig::load_mcp_servers(&file).expect("the file loads");
     let (sup, events) = start_supervisor(quick_settings(), loaded.servers);
     events.ready("one", 1).await;
+    events.ready("two", 1).await;
     let mut watcher = ConfigWatcher::start_with(
         sup.clone(),
         &file,
@@ -602,35 +610,51 @@ async fn a_watched_file_is_reloaded_on_change_and_a_broken_edit_is_not_applied()
     .expect("watching");
     // An editor's save: a new file renamed over the old one.
     let saved = dir.path().join("mcp.json.tmp");
-    std::fs::write(&saved, servers(&["one", "two"])).unwrap();
+    std::fs::write(&saved, servers(&["one", "two@v2", "three"])).unwrap();
     std::fs::rename(&saved, &file).unwrap();
     match next_outcome(&mut watcher).await {
         WatchOutcome::Reloaded(report) => {
-            assert!(
-                matches!(report.servers["two"], ReloadOutcome::Added),
-                "{report:?}"
-            );
+            let outcomes: Vec<(&str, String)> = report
+                .servers
+                .iter()
+                .map(|(name, outcome)| (name.as_str(), outcome.to_string()))
+                .collect();
+            assert!(report.is_ok(), "{report:?}");
             assert!(
                 matches!(report.servers["one"], ReloadOutcome::Unchanged),
-                "{report:?}"
+                "{outcomes:?}"
+            );
+            assert!(
+                matches!(report.servers["two"], ReloadOutcome::Replaced),
+                "{outcomes:?}"
+            );
+            assert!(
+                matches!(report.servers["three"], ReloadOutcome::Added),
+                "{outcomes:?}"
             );
         }
         other => panic!("{other:?}"),
     }
-    events.ready("two", 1).await;
+    events.ready("three", 1).await;
+    assert_eq!(replacement_steps(&events, "two"), ["replacing", "replaced"]);
+    assert!(replacement_steps(&events, "one").is_empty(), "untouched");
+    let answer = sup.send(echo("two")).await.unwrap().expect("two answers");
+    assert_eq!(text_of(&answer), "[v2] hi", "by the new version");
 
-    // A broken edit: nothing applied, both run on.
+    // A broken edit: nothing applied, every server runs on, no event.
+    let seen = events.all().len();
     std::fs::write(&file, r#"{"mcpServers": {"one": "#).unwrap();
     match next_outcome(&mut watcher).await {
         WatchOutcome::Refused(error) => assert_eq!(error.kind(), ErrorKind::Config, "{error}"),
         other => panic!("{other:?}"),
     }
-    for name in ["one", "two"] {
+    for name in ["one", "two", "three"] {
         assert_eq!(status(&sup, name).await.state, ServerState::Ready, "{name}");
     }
+    assert_eq!(events.all().len(), seen, "{:?}", &events.all()[seen..]);
 
     // Mended, with `one` gone.
-    std::fs::write(&file, servers(&["two"])).unwrap();
+    std::fs::write(&file, servers(&["two@v2", "three"])).unwrap();
     match next_outcome(&mut watcher).await {
         WatchOutcome::Reloaded(report) => {
             assert!(
@@ -640,8 +664,47 @@ async fn a_watched_file_is_reloaded_on_change_and_a_broken_edit_is_not_applied()
         }
         other => panic!("{other:?}"),
     }
+    events.state("one", "stopped", 1).await;
     let gone = sup.send(GetStatus::server("one")).await.unwrap();
     assert_eq!(gone.expect_err("removed").kind(), ErrorKind::ServerNotFound);
+    assert_eq!(
+        replacement_steps(&events, "two"),
+        ["replacing", "replaced"],
+        "unchanged by the mended file"
+    );
     drop(watcher);
+    sup.send(Shutdown).await.unwrap();
+}
+
+/// `Reload::from_file` applies what an `mcpServers` file holds; a file that cannot be read
+/// is a `config` error, and nothing is applied.
+#[actix::test]
+async fn a_reload_from_a_file_applies_it_and_a_missing_file_is_a_config_error() {
+    let dir = tempdir();
+    let missing = Reload::from_file(dir.path().join("nowhere.json")).expect_err("no file");
+    assert_eq!(missing.kind(), ErrorKind::Config, "{missing}");
+    let (sup, events) = start_supervisor(quick_settings(), [demo("one", dir.path())]);
+    events.ready("one", 1).await;
+    let file = dir.path().join("mcp.json");
+    let demo_exe = env!("CARGO_BIN_EXE_mcp-demo-server");
+    std::fs::write(
+        &file,
+        format!(r#"{{"mcpServers": {{"two": {{"command": "{demo_exe}"}}}}}}"#),
+    )
+    .unwrap();
+    let report = sup
+        .send(Reload::from_file(&file).expect("the file loads"))
+        .await
+        .unwrap();
+    assert!(report.is_ok(), "{report:?}");
+    assert!(
+        matches!(report.servers["one"], ReloadOutcome::Removed),
+        "{report:?}"
+    );
+    assert!(
+        matches!(report.servers["two"], ReloadOutcome::Added),
+        "{report:?}"
+    );
+    events.ready("two", 1).await;
     sup.send(Shutdown).await.unwrap();
 }

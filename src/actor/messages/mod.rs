@@ -448,6 +448,28 @@ impl Reload {
         }
     }
 
+    /// Reloads to what the `mcpServers` file at `path` holds now, loaded as
+    /// [`ServerConfig::load_mcp_servers`](crate::ServerConfig::load_mcp_servers) does (a partial
+    /// load: an invalid entry keeps its server as it is). A file that cannot be read or parsed
+    /// as a whole is an error ([`ErrorKind::Config`](crate::ErrorKind::Config)): there is
+    /// nothing to apply, and the servers run on as they are. For other load options (another
+    /// host's keys, variables), use [`Reload::from_loaded`] with
+    /// [`LoadOptions`](crate::LoadOptions).
+    ///
+    /// ```no_run
+    /// # async fn demo(sup: actix::Addr<mcp_supervisor::Supervisor>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use mcp_supervisor::Reload;
+    ///
+    /// let report = sup.send(Reload::from_file("mcp.json")?).await?;
+    /// assert!(report.is_ok(), "{report:?}");
+    /// # Ok(()) }
+    /// ```
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, Error> {
+        Ok(Self::from_loaded(crate::ServerConfig::load_mcp_servers(
+            path,
+        )?))
+    }
+
     /// How long the old generation of a replaced server may take to finish its calls.
     pub fn drain_timeout(mut self, timeout: Duration) -> Self {
         self.drain_timeout = timeout;
