@@ -125,14 +125,18 @@ pub(crate) struct Drain {
     pub timeout: std::time::Duration,
     /// The new generation reaches the same server (its identity): the tasks go to it too.
     pub same_server: bool,
+    /// The new generation's epoch: what this one hands over is for it.
+    pub successor: u64,
 }
 
-/// A generation of `server` put a handover in the slot the generations share: the supervisor
-/// tells the current one to take it ([`TakeHandover`]).
+/// A generation of `server` put a handover for generation `to` in the slot the generations
+/// share: the supervisor tells `to` to take it, or the current generation should `to` be gone
+/// ([`TakeHandover`]).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub(crate) struct HandedOver {
     pub server: String,
+    pub to: u64,
 }
 
 /// Answers once the server's subscriptions are in force on its connection (see
@@ -148,10 +152,21 @@ pub(crate) struct AwaitListening;
 #[rtype(result = "()")]
 pub(crate) struct ReplacementFailed(pub Error);
 
-/// Take what the slot the generations share holds (see [`Succession`]).
+/// Take the handovers for generation `of` from the slot the generations share (see
+/// [`Succession`]).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-pub(crate) struct TakeHandover;
+pub(crate) struct TakeHandover {
+    pub of: u64,
+}
+
+/// A handover in the slot: for which generation, from a generation reaching which server
+/// ([`server_identity`](crate::tasks::server_identity)), and what.
+struct SlotItem {
+    to: u64,
+    identity: String,
+    handover: crate::session::handover::Handover,
+}
 
 /// What every generation of one supervised server shares, so that one can hand its calls and
 /// tasks to the next: the request-id sequence (a call keeps its key, and the progress token
@@ -162,7 +177,7 @@ pub(crate) struct TakeHandover;
 #[derive(Clone)]
 pub(crate) struct Succession {
     ids: RequestIds,
-    slot: Rc<std::cell::RefCell<Vec<crate::session::handover::Handover>>>,
+    slot: Rc<std::cell::RefCell<Vec<SlotItem>>>,
     supervisor: Recipient<HandedOver>,
 }
 
@@ -213,6 +228,10 @@ pub struct ServerActor {
     tasks: Option<task_store::TaskPersistence>,
     /// Shared with the server's other generations (supervised actors only).
     succession: Option<Succession>,
+    /// What this server reaches, for the tasks it is handed (see [`SlotItem`]).
+    identity: String,
+    /// Replaced by the generation of this epoch (`Drain`): what it hands over is for it.
+    successor: Option<u64>,
     _gone: Option<GoneNotice>,
 }
 
@@ -226,6 +245,7 @@ impl ServerActor {
         let skips = Arc::<SkipCounters>::default();
         let server_requests = ServerRequests::new(name.clone(), None, settings.call_timeout);
         let clock = Clock::default();
+        let identity = crate::tasks::server_identity(&config);
         let session = Session::new(
             name,
             settings,
@@ -255,6 +275,8 @@ impl ServerActor {
             clock,
             tasks: None,
             succession: None,
+            identity,
+            successor: None,
             _gone: None,
         }
     }
@@ -392,6 +414,7 @@ impl ServerActor {
             }
             .into_actor(self)
             .map(|_, act, ctx| {
+                act.pass_on_stranded();
                 act.stopped.send_replace(true);
                 ctx.stop();
             }),
@@ -437,31 +460,69 @@ impl ServerActor {
                 }
             }
             Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),
-            Command::HandOver(handover) => match &self.succession {
-                Some(succession) => {
-                    succession.slot.borrow_mut().push(handover);
+            Command::HandOver(handover) => match (&self.succession, self.successor) {
+                (Some(succession), Some(to)) => {
+                    succession.slot.borrow_mut().push(SlotItem {
+                        to,
+                        identity: self.identity.clone(),
+                        handover,
+                    });
                     succession.supervisor.do_send(HandedOver {
                         server: self.session.name().to_string(),
+                        to,
                     });
                 }
                 // Unsupervised: nobody to hand to. Dropped, each call is answered as one
                 // whose actor went away.
-                None => drop(handover),
+                _ => drop(handover),
             },
         }
     }
 
-    /// Takes the handovers waiting in the slot the server's generations share.
-    pub(super) fn take_handovers(&mut self, ctx: &mut Context<Self>) {
+    /// Takes the handovers for generation `of` (this one's, or one that is gone) waiting in
+    /// the slot the server's generations share. Tasks are taken only from a generation that
+    /// reached the server this one does.
+    pub(super) fn take_handovers(&mut self, of: u64, ctx: &mut Context<Self>) {
         let Some(succession) = &self.succession else {
             return;
         };
-        let handovers = std::mem::take(&mut *succession.slot.borrow_mut());
+        let taken: Vec<SlotItem> = {
+            let mut slot = succession.slot.borrow_mut();
+            let (taken, left) = std::mem::take(&mut *slot)
+                .into_iter()
+                .partition(|item| item.to == of);
+            *slot = left;
+            taken
+        };
         let now = self.clock.now();
-        for handover in handovers {
-            self.session.take_over(handover, now);
+        for item in taken {
+            let welcome = item.identity == self.identity;
+            self.session.take_over(item.handover, welcome, now);
         }
         self.drive(ctx);
+    }
+
+    /// Handovers for this generation that it will not take now (it stops): a drained one
+    /// passes them on to its successor, as it would have.
+    fn pass_on_stranded(&mut self) {
+        let own = self._gone.as_ref().map(|g| g.epoch);
+        let (Some(succession), Some(own), Some(to)) = (&self.succession, own, self.successor)
+        else {
+            return;
+        };
+        let mut stranded = false;
+        for item in succession.slot.borrow_mut().iter_mut() {
+            if item.to == own {
+                item.to = to;
+                stranded = true;
+            }
+        }
+        if stranded {
+            succession.supervisor.do_send(HandedOver {
+                server: self.session.name().to_string(),
+                to,
+            });
+        }
     }
 
     fn connect(&mut self, seq: u64, plan: crate::session::AttemptPlan, ctx: &mut Context<Self>) {

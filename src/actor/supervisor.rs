@@ -207,9 +207,10 @@ impl Supervisor {
         &mut self,
         config: ServerConfig,
         subscriptions: BTreeSet<String>,
+        succession: Option<Succession>,
         ctx: &mut Context<Self>,
     ) {
-        let succession = Succession::new(ctx.address().recipient());
+        let succession = succession.unwrap_or_else(|| Succession::new(ctx.address().recipient()));
         let entry = self.start_actor(config, subscriptions, succession, ctx);
         self.servers.insert(entry.config.name().to_owned(), entry);
     }
@@ -409,10 +410,20 @@ impl Supervisor {
             entry.replacing = false;
         }
         let Some(at) = self.replacements.iter().position(|e| e.epoch == epoch) else {
-            // Stopped meanwhile (RemoveServer, Shutdown): nothing to route to it.
-            return Err(Error::Stopped {
+            let error = Error::Stopped {
                 server: name.to_owned(),
-            });
+            };
+            if let (Some(entry), false) = (self.servers.get(name), self.shutting_down) {
+                // Its actor died (a panic) before it took over: a failed replacement.
+                tracing::warn!(server = %name, "the new generation's actor died; the old generation serves on");
+                entry.addr.do_send(ReplacementFailed(error.clone()));
+                self.notify(ServerEvent::ReplaceFailed {
+                    server: name.to_owned(),
+                    error: error.clone(),
+                });
+            }
+            // Else stopped meanwhile (RemoveServer, Shutdown): nothing to route to it.
+            return Err(error);
         };
         let mut next = self.replacements.swap_remove(at);
         let Some(entry) = self.servers.get_mut(name) else {
@@ -448,10 +459,12 @@ impl Supervisor {
         }
         next.subscriptions = entry.subscriptions.clone();
         let same_server = server_identity(&next.config) == server_identity(&entry.config);
+        let successor = next.epoch;
         let old = std::mem::replace(entry, next);
         old.addr.do_send(Drain {
             timeout: drain,
             same_server,
+            successor,
         });
         self.removing.push(old);
         tracing::info!(server = %name, "replaced: the new generation takes the calls");
@@ -492,7 +505,7 @@ impl Actor for Supervisor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         for config in std::mem::take(&mut self.initial) {
-            self.spawn_server(config, BTreeSet::new(), ctx);
+            self.spawn_server(config, BTreeSet::new(), None, ctx);
         }
     }
 }
@@ -500,13 +513,19 @@ impl Actor for Supervisor {
 impl Handler<HandedOver> for Supervisor {
     type Result = ();
 
-    /// A draining generation handed calls over: the current generation takes them. (With the
-    /// server removed meanwhile, they stay in the slot until its last generation is gone;
-    /// dropped then, each is answered as a call whose actor went away.)
-    fn handle(&mut self, HandedOver { server }: HandedOver, _: &mut Context<Self>) {
-        if let Some(entry) = self.servers.get(&server) {
-            entry.addr.do_send(TakeHandover);
-        }
+    /// A draining generation handed calls over to generation `to`: that one takes them, or,
+    /// should it be gone, the current generation. (With the server removed meanwhile, they
+    /// stay in the slot until its last generation is gone; dropped then, each is answered as
+    /// a call whose actor went away.)
+    fn handle(&mut self, HandedOver { server, to }: HandedOver, _: &mut Context<Self>) {
+        let Some(current) = self.servers.get(&server) else {
+            return;
+        };
+        let target = std::iter::once(current)
+            .chain(&self.removing)
+            .find(|e| e.epoch == to && e.addr.connected())
+            .unwrap_or(current);
+        target.addr.do_send(TakeHandover { of: to });
     }
 }
 
@@ -534,7 +553,10 @@ impl Handler<ActorGone> for Supervisor {
         tracing::error!(server = %gone.name, "server actor died unexpectedly; starting a new one");
         let config = entry.config.clone();
         let subscriptions = entry.subscriptions.clone();
-        self.spawn_server(config, subscriptions, ctx);
+        // The generation after a panic is of the same succession: a replacement under way,
+        // and older generations still draining, hand over to it.
+        let succession = Some(entry.succession.clone());
+        self.spawn_server(config, subscriptions, succession, ctx);
     }
 }
 
@@ -815,7 +837,7 @@ impl Handler<AddServer> for Supervisor {
                 "a server with this name is already supervised",
             ));
         }
-        self.spawn_server(config, BTreeSet::new(), ctx);
+        self.spawn_server(config, BTreeSet::new(), None, ctx);
         Ok(())
     }
 }

@@ -263,8 +263,9 @@ pub(crate) struct Session {
     last_error: Option<Error>,
     client_capabilities: Value,
     commands: VecDeque<Command>,
-    /// Replaced: finishing the calls written on its connection (see [`Session::drain`]).
-    draining: bool,
+    /// Replaced: finishing the calls written on its connection, and when its tasks go (see
+    /// [`Session::drain`]).
+    draining: Option<handover::TasksGo>,
 }
 
 impl Session {
@@ -302,7 +303,7 @@ impl Session {
             last_error: None,
             client_capabilities: json!({}),
             commands: VecDeque::new(),
-            draining: false,
+            draining: None,
             settings,
             name,
         }
@@ -574,9 +575,9 @@ impl Session {
         self.era.connection_lost(live.proven);
         self.last_error = Some(error.clone());
         self.calls.settle(&error, None, self.tools.list());
-        if self.draining {
-            // Replaced: the new generation sends what may be sent again.
-            return self.drained_by_loss(now);
+        if self.draining.is_some() {
+            // Replaced: no reconnect; the new generation sends what may be sent again.
+            return self.stop(now);
         }
         self.feed(Event::ConnectionLost(error), now);
     }
@@ -1069,7 +1070,11 @@ impl Session {
                     tracing::debug!(server = %self.name, method = %method, "a call's deadline passed while its input was asked for");
                 }
             }
-            AskedBy::Task { task_id } => self.update_task(task_id, responses, now),
+            AskedBy::Task { task_id } => {
+                self.tasks.answers_sent(&task_id);
+                self.update_task(task_id, responses, now);
+                self.hand_over_tasks_learnt(now);
+            }
         }
         self.act_on_internal(now);
     }
@@ -1277,6 +1282,17 @@ impl Session {
 
     /// The application asked for a reconnect.
     pub fn reconnect(&mut self, now: Instant) -> Result<(), Error> {
+        if self.draining.is_some() {
+            // Asked of a replaced generation's own address: the current one serves.
+            return Err(Error::Unavailable {
+                server: self.name.to_string(),
+                reason: "this generation of the server was replaced and only finishes its calls; \
+                         ask the supervisor, whose current generation serves"
+                    .into(),
+                attempts: 0,
+                stderr_tail: Vec::new(),
+            });
+        }
         match self.machine.state() {
             ServerState::Stopped => {
                 return Err(Error::Stopped {
@@ -1299,6 +1315,18 @@ impl Session {
     pub fn stop(&mut self, now: Instant) {
         if *self.machine.state() == ServerState::Stopped {
             return;
+        }
+        if self.draining.is_some() {
+            // A replaced generation's end: its calls are settled as a lost connection's, and
+            // what may be sent again goes to the new generation, with its tasks.
+            if self.live.is_some() {
+                let error = Error::connection(
+                    &self.name,
+                    "the server was replaced, and its drain time is up",
+                );
+                self.calls.settle(&error, None, self.tools.list());
+            }
+            self.hand_over(true, now);
         }
         self.feed(Event::Stop, now);
         let situation = situation_of(&self.machine, &self.last_error);

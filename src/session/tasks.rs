@@ -177,6 +177,8 @@ struct Task {
     next_poll: Option<Instant>,
     /// Input keys answered (or being answered): never answered again.
     answered: BTreeSet<String>,
+    /// Of those, the keys the application is being asked, whose answers are not sent yet.
+    asking: BTreeSet<String>,
     /// The callers waiting for its end.
     waiters: Vec<u64>,
     /// Polls in a row that got no answer.
@@ -320,6 +322,7 @@ impl TaskTable {
             since: now,
             next_poll: None,
             answered: BTreeSet::new(),
+            asking: BTreeSet::new(),
             waiters: waiter.into_iter().collect(),
             failed_polls: 0,
             polls: 0,
@@ -417,6 +420,7 @@ impl TaskTable {
                 if fresh.is_empty() {
                     return Next::Wait;
                 }
+                task.asking.extend(fresh.iter().map(|r| r.key.clone()));
                 self.writes.push(TaskWrite::InputAnswered {
                     task_id: id.to_owned(),
                     keys: fresh.iter().map(|r| r.key.clone()).collect(),
@@ -775,6 +779,7 @@ impl TaskTable {
             since: now,
             next_poll: None,
             answered: BTreeSet::new(),
+            asking: BTreeSet::new(),
             waiters: vec![waiter],
             failed_polls: 0,
             polls: 0,
@@ -814,6 +819,7 @@ impl TaskTable {
             since: now,
             next_poll: None,
             answered,
+            asking: BTreeSet::new(),
             waiters: Vec::new(),
             failed_polls: 0,
             polls: 0,
@@ -826,16 +832,67 @@ impl TaskTable {
         self.schedule(&id, now);
     }
 
-    /// Hands every task to the server's next generation: this table is left with none to
-    /// poll (what it had delivered it still knows).
-    pub fn hand_over(&mut self) -> TaskHandover {
-        self.polls.clear();
+    /// The application's answers to task `id`'s questions are being sent.
+    pub fn answers_sent(&mut self, id: &str) {
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.asking.clear();
+        }
+    }
+
+    /// Hands the tasks to the server's next generation, with the outcomes nobody took (what
+    /// this table delivered it still knows). A task whose questions the application is being
+    /// asked stays unless `even_asking` (this generation ends: the answer would be lost),
+    /// and then those questions count as not answered, for the next generation to ask.
+    pub fn hand_over(&mut self, even_asking: bool) -> TaskHandover {
+        let moving: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| even_asking || t.asking.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut tasks = Vec::with_capacity(moving.len());
+        let mut waiting = HashMap::new();
+        for id in moving {
+            let Some(mut task) = self.tasks.remove(&id) else {
+                continue;
+            };
+            let asking = std::mem::take(&mut task.asking);
+            task.answered.retain(|key| !asking.contains(key));
+            for waiter in &task.waiters {
+                self.waiting.remove(waiter);
+                waiting.insert(*waiter, id.clone());
+            }
+            tasks.push((id, task));
+        }
+        if self.tasks.is_empty() {
+            self.polls.clear();
+        }
         TaskHandover {
-            tasks: self.tasks.drain().collect(),
-            waiting: std::mem::take(&mut self.waiting),
+            tasks,
+            waiting,
             kept: std::mem::take(&mut self.kept),
             delivered: self.delivered.clone(),
         }
+    }
+
+    /// The tasks of `handover` cannot be followed here (this generation reaches another
+    /// server): each caller waiting for one is given the error it gets, with its key.
+    pub fn refuse(&self, handover: TaskHandover) -> Vec<(u64, Error)> {
+        let mut refused = Vec::new();
+        for (id, task) in handover.tasks {
+            for waiter in task.waiters {
+                refused.push((
+                    waiter,
+                    Error::TaskLost {
+                        server: self.server.to_string(),
+                        tool: task.handle.tool.clone(),
+                        task_id: server_text(&id),
+                        reason: "its server was replaced by another before the task ended".into(),
+                    },
+                ));
+            }
+        }
+        refused
     }
 
     /// Takes the tasks another generation of the server handed over. Each is asked when it
@@ -1056,7 +1113,8 @@ impl Session {
                     .push_back(Command::Resume(Resumption::Started { key, handle }));
                 // What its first answer asks for (input, its outcome) is done as for any.
                 self.on_task_next(&id, next, now);
-                return self.listen_for_tasks(now);
+                self.listen_for_tasks(now);
+                return self.hand_over_tasks_learnt(now);
             } else if let Next::Done { outcome, .. } = next {
                 // It ended in its first answer: the result is the call's, not kept for later.
                 self.tasks.take_kept(&id);
@@ -1078,6 +1136,7 @@ impl Session {
         let next = self.tasks.adopt(state, origin, Some(key), first, now);
         self.on_task_next(&id, next, now);
         self.listen_for_tasks(now);
+        self.hand_over_tasks_learnt(now);
     }
 
     /// Waits for the end of task `handle` (`AwaitTask`), within `timeout`, answered on

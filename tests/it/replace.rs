@@ -437,6 +437,46 @@ async fn a_subscription_is_in_force_on_the_new_generation_when_it_takes_over() {
     old.stop().await;
 }
 
+/// Over HTTP a task is the server's behind the URL: replaced with a rotated token (the same
+/// server), the old generation hands the task over at once and stops although its drain time
+/// is a minute, and the polls carry the new token from then on.
+#[actix::test]
+async fn a_task_over_http_is_polled_by_the_new_generation_at_once() {
+    let server = http_server::TestHttpServer::start_with(http_server::Era::Modern).await;
+    server.faults().task_poll_ms(100);
+    let config = |token: &str| ServerConfig::http("demo", server.url()).header("x-token", token);
+    let (sup, events) = start_supervisor(quick_settings(), [config("old")]);
+    events.ready("demo", 1).await;
+    let job = CallTool::new("demo", "job", json!({"ms": 1500, "text": "built"}))
+        .timeout(Duration::from_secs(20));
+    let job = actix::spawn(sup.send(job));
+    let stats = server.stats();
+    until("the task is polled", || {
+        !stats.seen_posts("tasks/get").is_empty()
+    })
+    .await;
+    let replace = ReplaceServer::new(config("new")).drain_timeout(Duration::from_secs(60));
+    sup.send(replace).await.unwrap().expect("replaced");
+    let result = job
+        .await
+        .expect("the caller")
+        .expect("delivered")
+        .expect("the task's result");
+    assert_eq!(text_of(&result), "built");
+    let tokens: Vec<String> = stats
+        .seen_posts("tasks/get")
+        .iter()
+        .map(|poll| poll.header("x-token").unwrap_or_default().to_owned())
+        .collect();
+    let first_new = tokens.iter().position(|t| t == "new").expect("polled anew");
+    assert!(
+        tokens[first_new..].iter().all(|t| t == "new"),
+        "the old generation polled on: {tokens:?}"
+    );
+    sup.send(Shutdown).await.unwrap();
+    server.stop().await;
+}
+
 in_both_eras!(
     ten_replacements_under_load_fail_no_call,
     ten_replacements_under_load_fail_no_call_over_http,

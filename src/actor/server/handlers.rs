@@ -209,12 +209,14 @@ impl Handler<Drain> for ServerActor {
         Drain {
             timeout,
             same_server,
+            successor,
         }: Drain,
         ctx: &mut Context<Self>,
     ) -> Self::Result {
         let mut stopped = self.stopped.subscribe();
         if *self.session.state() != ServerState::Stopped && !self.draining {
             self.draining = true;
+            self.successor = Some(successor);
             // Calls still pending when the drain time is up are answered as any whose server
             // was stopped: `outcome_unknown` if sent and not safe by nature.
             ctx.run_later(timeout, |act, ctx| act.stop_server(ctx));
@@ -249,8 +251,8 @@ impl Handler<ReplacementFailed> for ServerActor {
 impl Handler<TakeHandover> for ServerActor {
     type Result = ();
 
-    fn handle(&mut self, _: TakeHandover, ctx: &mut Context<Self>) {
-        self.take_handovers(ctx);
+    fn handle(&mut self, TakeHandover { of }: TakeHandover, ctx: &mut Context<Self>) {
+        self.take_handovers(of, ctx);
     }
 }
 

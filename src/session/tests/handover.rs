@@ -86,7 +86,7 @@ fn calls_waiting_on_a_reconnecting_generation_are_sent_by_the_new_one() {
         );
 
         let mut next = next_generation(old, &config_of(era), era);
-        next.session.take_over(handed.remove(0), next.now);
+        next.session.take_over(handed.remove(0), true, next.now);
         next.drive();
         let sent = next.written();
         let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
@@ -159,7 +159,7 @@ fn a_draining_generation_whose_connection_breaks_hands_over_and_does_not_reconne
         assert_eq!(handed[0].calls(), 1, "the list, safe to send again");
 
         let mut next = next_generation(old, &config_of(era), era);
-        next.session.take_over(handed.remove(0), next.now);
+        next.session.take_over(handed.remove(0), true, next.now);
         next.drive();
         let sent = next.written();
         assert_eq!(sent.len(), 1, "{sent:?}");
@@ -181,7 +181,7 @@ fn handed_calls_keep_their_deadlines() {
         // A new generation that is not Ready yet: the call waits there.
         let mut next = Harness::with_ids(&config_of(era), settings(), old.session.ids.clone());
         next.now = old.now;
-        next.session.take_over(handed, next.now);
+        next.session.take_over(handed, true, next.now);
         next.drive();
         next.advance(499 * MS);
         assert!(waiting.take().is_none(), "within its deadline");
@@ -205,9 +205,50 @@ fn a_generation_that_is_stopped_answers_what_it_is_handed() {
     let handed = handovers(&mut old).remove(0);
     let mut next = next_generation(&old, &legacy_stdio(), Era::Legacy);
     next.session.stop(next.now);
-    next.session.take_over(handed, next.now);
+    next.session.take_over(handed, true, next.now);
     next.drive();
     assert_eq!(kind(&waiting), Some(ErrorKind::Stopped));
+}
+
+#[test]
+fn at_the_drain_time_a_safe_call_goes_to_the_new_generation_and_a_tool_call_is_outcome_unknown() {
+    both_eras(|old, era| {
+        let listed = old.call(call("tools/list", None));
+        let risky = old.call(tool("charge"));
+        assert_eq!(old.written().len(), 2);
+        old.session.drain(false, old.now);
+        old.drive();
+        // The drain time is up: the driver stops the session.
+        old.session.stop(old.now);
+        old.drive();
+        assert_eq!(
+            kind(&risky),
+            Some(ErrorKind::OutcomeUnknown),
+            "it may have run"
+        );
+        let mut handed = handovers(old);
+        assert_eq!(handed.len(), 1);
+        assert_eq!(handed[0].calls(), 1, "the list, safe to send again");
+        let mut next = next_generation(old, &config_of(era), era);
+        next.session.take_over(handed.remove(0), true, next.now);
+        next.drive();
+        let sent = next.written();
+        assert_eq!(sent[0]["method"], "tools/list", "{sent:?}");
+        next.answer(&sent[0], json!({"tools": []}));
+        assert!(listed.take().expect("answered").is_ok());
+    });
+}
+
+#[test]
+fn a_draining_generation_refuses_to_reconnect() {
+    both_eras(|old, _| {
+        old.session.drain(false, old.now);
+        old.drive();
+        let refused = old.session.reconnect(old.now).expect_err("replaced");
+        assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
+        old.drive();
+        assert!(old.pending.is_none(), "no attempt");
+    });
 }
 
 mod tasks {
@@ -257,7 +298,7 @@ mod tasks {
         assert!(polls(&old.written()).is_empty(), "no longer polled here");
 
         let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session.take_over(handed.remove(0), next.now);
+        next.session.take_over(handed.remove(0), true, next.now);
         next.drive();
         next.written(); // The listen naming the task.
         next.advance(400 * MS);
@@ -279,7 +320,7 @@ mod tasks {
         old.drive();
         let handed = handovers(&mut old).remove(0);
         let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session.take_over(handed, next.now);
+        next.session.take_over(handed, true, next.now);
         next.drive();
         next.advance(MS);
         let sent = next.written();
@@ -303,5 +344,148 @@ mod tasks {
         old.answer(asked[0], completed("t-1"));
         assert!(answer.take().expect("answered").is_ok());
         assert_eq!(old.session.pending_calls(), 0);
+    }
+
+    fn asking(id: &str) -> Value {
+        json!({"resultType": "complete", "taskId": id, "status": "input_required",
+               "ttlMs": 600000, "pollIntervalMs": 100, "createdAt": "2026-12-02T10:00:00Z",
+               "lastUpdatedAt": "2026-12-02T10:00:00Z",
+               "inputRequests": {"confirm": {"method": "elicitation/create",
+                                             "params": {"message": "go on?"}}}})
+    }
+
+    #[test]
+    fn a_task_created_while_the_old_generation_drains_goes_to_the_new_one() {
+        let mut old = Harness::new(&modern_http(), settings());
+        old.connect_modern(HOUR);
+        let answer = old.call(tool("job"));
+        let sent = old.written();
+        old.session.drain(true, old.now);
+        old.drive();
+        assert!(
+            handovers(&mut old).is_empty(),
+            "the call is on the old connection"
+        );
+        // Its answer, a task, comes on the old connection after the drain began.
+        old.answer(&sent[0], created("t-2", 500));
+        let handed = handovers(&mut old);
+        assert_eq!(handed.len(), 1, "handed over as soon as it is learnt");
+        assert_eq!(old.session.pending_calls(), 0);
+        let mut next = next_generation(&old, &modern_http(), Era::Modern);
+        next.session
+            .take_over(handed.into_iter().next().unwrap(), true, next.now);
+        next.drive();
+        next.advance(600 * MS);
+        let sent = next.written();
+        let asked = polls(&sent);
+        assert_eq!(asked.len(), 1, "{sent:?}");
+        next.answer(asked[0], completed("t-2"));
+        assert!(answer.take().expect("answered").is_ok());
+    }
+
+    #[test]
+    fn a_task_whose_question_is_being_answered_goes_once_its_answer_is_sent() {
+        let (mut old, answer) = running_task();
+        old.advance(600 * MS);
+        let poll = old.written();
+        old.answer(polls(&poll)[0], asking("t-1"));
+        let Some(Command::AskInput(ask)) = old.other.pop() else {
+            panic!("the application is asked: {:?}", old.other)
+        };
+        old.session.drain(true, old.now);
+        old.drive();
+        assert!(
+            handovers(&mut old).is_empty(),
+            "not while its answer is awaited"
+        );
+        assert_eq!(
+            old.session.pending_calls(),
+            1,
+            "its caller waits here for now"
+        );
+        let answered = vec![(
+            "confirm".to_owned(),
+            "elicitation/create".to_owned(),
+            Ok(json!({"action": "accept", "content": {"ok": true}})),
+        )];
+        old.session
+            .input_answered(ask, InputAnswers::Answered(answered), old.now);
+        old.drive();
+        let update = old.written();
+        assert_eq!(
+            update[0]["method"], "tasks/update",
+            "answered on the old connection"
+        );
+        let handed = handovers(&mut old);
+        assert_eq!(handed.len(), 1, "then handed over");
+        let mut next = next_generation(&old, &modern_http(), Era::Modern);
+        next.session
+            .take_over(handed.into_iter().next().unwrap(), true, next.now);
+        next.drive();
+        next.advance(150 * MS);
+        let sent = next.written();
+        let asked = polls(&sent);
+        assert_eq!(asked.len(), 1, "polled when it was due: {sent:?}");
+        // The server still shows the question (the update is on its way): not asked again.
+        next.answer(asked[0], asking("t-1"));
+        assert!(
+            !next.other.iter().any(|c| matches!(c, Command::AskInput(_))),
+            "asked twice: {:?}",
+            next.other
+        );
+        next.advance(200 * MS);
+        let sent = next.written();
+        next.answer(polls(&sent)[0], completed("t-1"));
+        assert!(answer.take().expect("answered").is_ok());
+    }
+
+    #[test]
+    fn a_stdio_generation_keeps_its_tasks_until_it_stops_then_hands_them_over() {
+        let stdio = ServerConfig::stdio("demo", "unused");
+        let mut old = Harness::new(&stdio, settings());
+        old.connect_modern(HOUR);
+        let answer = old.call(tool("job"));
+        let sent = old.written();
+        old.answer(&sent[0], created("t-1", 500));
+        old.session.drain(true, old.now);
+        old.drive();
+        assert!(handovers(&mut old).is_empty(), "its process runs the task");
+        old.advance(600 * MS);
+        assert_eq!(polls(&old.written()).len(), 1, "polled here meanwhile");
+        // The drain time is up.
+        old.session.stop(old.now);
+        old.drive();
+        let handed = handovers(&mut old);
+        assert_eq!(handed.len(), 1);
+        let mut next = next_generation(&old, &stdio, Era::Modern);
+        next.session
+            .take_over(handed.into_iter().next().unwrap(), true, next.now);
+        next.drive();
+        next.advance(MS);
+        let sent = next.written();
+        let asked = polls(&sent);
+        assert_eq!(
+            asked.len(),
+            1,
+            "the poll that was out is asked anew: {sent:?}"
+        );
+        next.answer(asked[0], completed("t-1"));
+        assert!(answer.take().expect("answered").is_ok());
+    }
+
+    #[test]
+    fn tasks_that_reach_a_generation_of_another_server_are_lost_for_their_callers() {
+        let (mut old, answer) = running_task();
+        old.session.drain(true, old.now);
+        old.drive();
+        let handed = handovers(&mut old).remove(0);
+        let mut next = next_generation(&old, &modern_http(), Era::Modern);
+        next.session.take_over(handed, false, next.now);
+        next.drive();
+        let error = answer.take().expect("answered").expect_err("lost");
+        assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
+        assert!(error.to_string().contains("t-1"), "{error}");
+        next.advance(Duration::from_secs(5));
+        assert!(polls(&next.written()).is_empty(), "not followed");
     }
 }
