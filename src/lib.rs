@@ -59,7 +59,8 @@
 //!
 //! `sqlite` (default) compiles SQLite in (bundled: nothing to install) for the [`tasks`]
 //! store that outlives this process, `SqliteTaskStore`; without it,
-//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains.
+//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains. `postgres` adds `PostgresTaskStore`,
+//! a store in a PostgreSQL database that the replicas of a service share.
 //!
 //! # Layout
 //!
@@ -117,8 +118,10 @@
 //!   status, key and updates, the bounds of what is kept, the arguments' digest), `store` (the
 //!   [`TaskStore`](tasks::TaskStore) trait with its rules and error, and
 //!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
-//!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), and `tests`,
-//!   the one suite every store passes.
+//!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), `postgres`
+//!   (feature `postgres`: `PostgresTaskStore`, the store replicas share: row locks, a
+//!   versioned schema migrated under an advisory lock, a connection thread of its own with
+//!   bounded waits), and `tests`, the one suite every store passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr

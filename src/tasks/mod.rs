@@ -87,11 +87,15 @@ assert_eq!(store.get(&TaskKey::new("search", "task-7"))?.map(|r| r.delivered), S
 //! Ground level: this module imports nothing from the session, the actors or the transports.
 
 mod handle;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub mod record;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PostgresTaskStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 pub use handle::{TaskHandle, TaskInfo};
 pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
 #[cfg(feature = "sqlite")]

@@ -396,7 +396,7 @@ pub(crate) fn time_nanos(what: &'static str, at: SystemTime) -> Result<i64, Task
 }
 
 /// The time [`time_nanos`] gave `nanos` for. (Only a store that encodes times needs it.)
-#[cfg(any(feature = "sqlite", test))]
+#[cfg(any(feature = "sqlite", feature = "postgres", test))]
 pub(crate) fn time_from_nanos(nanos: i64) -> Option<SystemTime> {
     let magnitude = Duration::from_nanos(nanos.unsigned_abs());
     if nanos >= 0 {
@@ -418,7 +418,7 @@ pub(crate) fn duration_nanos(
 }
 
 /// The duration [`duration_nanos`] gave `nanos` for; `None` if negative.
-#[cfg(any(feature = "sqlite", test))]
+#[cfg(any(feature = "sqlite", feature = "postgres", test))]
 pub(crate) fn duration_from_nanos(nanos: i64) -> Option<Duration> {
     u64::try_from(nanos).ok().map(Duration::from_nanos)
 }

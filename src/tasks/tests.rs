@@ -497,3 +497,150 @@ fn missing_tasks_(store: &impl TaskStore) {
     assert!(!store.remove(&k).unwrap());
     assert_eq!(store.purge(at(0)).unwrap(), 0);
 }
+
+#[cfg(feature = "postgres")]
+store_suite!(postgres, |max| postgres_store::fresh().max_tasks(max));
+
+/// The PostgreSQL store against a real server: `MCP_SUPERVISOR_TEST_POSTGRES` names it (a
+/// connection string; `.ci/run` starts a throwaway cluster of Debian's PostgreSQL on loopback
+/// and sets it, see `.ci/postgres`). Each store gets a schema of its own, so tests run side by
+/// side.
+#[cfg(feature = "postgres")]
+mod postgres_store {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    pub(super) fn target() -> String {
+        std::env::var("MCP_SUPERVISOR_TEST_POSTGRES").unwrap_or_else(|_| {
+            panic!(
+                "the postgres feature's tests need a PostgreSQL server: set \
+                 MCP_SUPERVISOR_TEST_POSTGRES to its connection string (`.ci/postgres` starts one)"
+            )
+        })
+    }
+
+    fn schema() -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        format!(
+            "test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    pub(super) fn fresh() -> PostgresTaskStore {
+        PostgresTaskStore::connect_in(&target(), &schema()).expect("the test database")
+    }
+
+    #[test]
+    fn an_unreachable_database_is_an_error_at_once_not_a_hang() {
+        let started = std::time::Instant::now();
+        let error = PostgresTaskStore::connect(
+            "host=127.0.0.1 port=1 user=nobody password=hunter2 connect_timeout=2",
+        )
+        .expect_err("nothing listens on port 1");
+        assert!(matches!(error, TaskStoreError::Database { .. }), "{error}");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let bad = PostgresTaskStore::connect("host=a port=notaport").expect_err("no port");
+        assert!(bad.to_string().contains("does not parse"), "{bad}");
+        let schema = PostgresTaskStore::connect_in(&target(), "x; DROP TABLE y").expect_err("");
+        assert!(matches!(schema, TaskStoreError::Invalid { .. }), "{schema}");
+        // A password in the target is never shown (the test server trusts loopback).
+        let store = PostgresTaskStore::connect(&format!("{} password=hunter2", target())).unwrap();
+        let shown = format!("{store:?}");
+        assert!(
+            shown.contains("postgresql://postgres@127.0.0.1:"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn replicas_share_the_records_and_an_outcome_is_taken_once_among_them() {
+        let schema = schema();
+        let stores: Vec<Arc<PostgresTaskStore>> = (0..3)
+            .map(|_| Arc::new(PostgresTaskStore::connect_in(&target(), &schema).unwrap()))
+            .collect();
+        let r = record("fs", "t-1", 1);
+        assert!(stores[0].insert(&r).unwrap());
+        assert_eq!(stores[1].get(&r.key()).unwrap(), Some(r.clone()));
+        assert!(
+            !stores[2].insert(&r).unwrap(),
+            "the same record: already stored"
+        );
+        stores[1]
+            .finish(&r.key(), TaskStatus::Completed, Some("{}"))
+            .unwrap();
+        let takers: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let (store, key) = (store.clone(), r.key());
+                std::thread::spawn(move || store.take_outcome(&key).unwrap())
+            })
+            .collect();
+        let taken: Vec<_> = takers
+            .into_iter()
+            .filter_map(|t| t.join().unwrap())
+            .collect();
+        assert_eq!(taken.len(), 1, "delivered once among three replicas");
+        assert_eq!(taken[0].outcome.as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn the_schema_is_migrated_once_and_a_newer_one_is_left_alone() {
+        let schema = schema();
+        let first = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        first.insert(&record("fs", "t-1", 1)).unwrap();
+        // A second start migrates nothing and loses nothing.
+        let second = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        assert_eq!(second.list(None).unwrap().len(), 1);
+        let mut admin = ::postgres::Client::connect(&target(), ::postgres::NoTls).unwrap();
+        admin
+            .execute(
+                &format!("UPDATE \"{schema}\".schema_version SET version = 99"),
+                &[],
+            )
+            .unwrap();
+        let newer = PostgresTaskStore::connect_in(&target(), &schema).expect_err("newer");
+        assert!(newer.to_string().contains("newer version"), "{newer}");
+    }
+
+    #[test]
+    fn a_connection_that_breaks_is_made_again() {
+        let schema = schema();
+        // Named after its schema in `pg_stat_activity`, to be found there.
+        let named = format!("{} application_name={schema}", target());
+        let store = PostgresTaskStore::connect_in(&named, &schema).unwrap();
+        store.insert(&record("fs", "t-1", 1)).unwrap();
+        let mut admin = ::postgres::Client::connect(&target(), ::postgres::NoTls).unwrap();
+        let killed = admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE application_name = $1",
+                &[&schema],
+            )
+            .unwrap();
+        assert_eq!(killed, 1, "the store's connection was found");
+        // The first call may find the connection gone (an error, not a hang); a later one
+        // reconnects, after the backoff at most.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match store.list(None) {
+                Ok(records) => {
+                    assert_eq!(records.len(), 1);
+                    break;
+                }
+                Err(e) => {
+                    assert!(matches!(e, TaskStoreError::Database { .. }), "{e}");
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "never reconnected: {e}"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,790 @@
+//! [`PostgresTaskStore`] (feature `postgres`): task records in a PostgreSQL database, which
+//! every replica of a service can reach.
+//!
+//! The rules are the other stores' (the one suite in `tasks::tests` runs against all of them):
+//! every [`TaskStore`] method is one transaction, committed before it returns; the
+//! read-modify-write ones lock the task's row first (`SELECT … FOR UPDATE`), so that two
+//! replicas cannot both read a task as undelivered and both deliver it, nor both answer one
+//! input request. Times and durations are signed 64-bit nanoseconds, as in SQLite, so that a
+//! record reads back exactly as written.
+//!
+//! The schema is versioned in a table of its own and migrated at [`connect`](PostgresTaskStore::connect),
+//! in one transaction under an advisory lock, so replicas that start together migrate once.
+//!
+//! The trait is synchronous (the driver records a step before what depends on it), and so is
+//! this store: each method waits for its transaction. The connection lives on a thread of the
+//! store's own (the `postgres` client runs a runtime of its own, which cannot run inside the
+//! actix one), and every wait is bounded: [`CONNECT_TIMEOUT`] to connect, [`STATEMENT_TIMEOUT`]
+//! per statement. A database that is unreachable is a [`Database`](TaskStoreError::Database)
+//! error at once, never a hang; the store reconnects on the next call, no sooner than a backoff
+//! (100 ms doubling to 10 s) after the last failed attempt.
+
+use std::str::FromStr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use postgres::{Client, NoTls, Row, Transaction};
+
+use super::record::{
+    duration_from_nanos, duration_nanos, time_from_nanos, time_nanos, MAX_ANSWERED_INPUTS,
+};
+use super::store::{check_finish, check_input_key, purge_due, too_many_inputs, DEFAULT_MAX_TASKS};
+use super::{TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate};
+
+/// How long connecting to the database may take (unless the connection string sets
+/// `connect_timeout`).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one statement may take (a row lock another replica holds included).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest wait between two attempts to reach a database that did not answer.
+const MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(10);
+const FIRST_RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serializes the migrations of every store on one database (the key is arbitrary, ours).
+const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b; // "mcp_task"
+
+/// The schema, one step per version: step `i` takes a schema from version `i` to `i + 1`.
+/// Steps are only ever appended, and each is idempotent too (`IF NOT EXISTS`). `{schema}` is
+/// the store's schema, quoted.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: the records, as in SQLite; `answered_inputs` a JSON array of strings.
+    "CREATE TABLE IF NOT EXISTS {schema}.tasks (
+        server           TEXT    NOT NULL,
+        task_id          TEXT    NOT NULL,
+        server_identity  TEXT    NOT NULL,
+        tool             TEXT    NOT NULL,
+        arguments_digest TEXT    NOT NULL,
+        created_at       BIGINT  NOT NULL,
+        ttl              BIGINT,
+        status           TEXT    NOT NULL,
+        status_message   TEXT,
+        poll_interval    BIGINT,
+        answered_inputs  TEXT    NOT NULL,
+        outcome          TEXT,
+        delivered        BOOLEAN NOT NULL,
+        updated_at       BIGINT  NOT NULL,
+        PRIMARY KEY (server, task_id)
+    );
+    CREATE INDEX IF NOT EXISTS tasks_by_created ON {schema}.tasks (created_at, server, task_id);",
+];
+
+/// The columns of a record, in the order [`parse`] reads them.
+const COLUMNS: &str = "server, task_id, server_identity, tool, arguments_digest, created_at, \
+                       ttl, status, status_message, poll_interval, answered_inputs, outcome, \
+                       delivered, updated_at";
+
+/// A [`TaskStore`] in a PostgreSQL database, shared by every process that connects to it.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use mcp_supervisor::{tasks::PostgresTaskStore, ServerConfig, Supervisor};
+///
+/// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = PostgresTaskStore::connect("postgresql://mcp@db.internal/service")?;
+/// let sup = Supervisor::builder()
+///     .server(ServerConfig::http("ci", "https://ci.example.com/mcp"))
+///     .task_store(Arc::new(store))
+///     .start()?;
+/// # Ok(()) }
+/// ```
+pub struct PostgresTaskStore {
+    jobs: mpsc::Sender<Job>,
+    /// Where the database is, without any password: for errors and `Debug`.
+    shown: String,
+    max_tasks: usize,
+}
+
+impl std::fmt::Debug for PostgresTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresTaskStore")
+            .field("database", &self.shown)
+            .field("max_tasks", &self.max_tasks)
+            .finish()
+    }
+}
+
+/// Something for the connection's thread to do.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The connection, on the store's thread: made when first needed, made again after it broke.
+struct Connection {
+    config: postgres::Config,
+    client: Option<Client>,
+    shown: String,
+    /// The quoted schema the tables are in.
+    schema: String,
+    /// No attempt to connect before this instant (the last one failed).
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Connection {
+    /// The client, connected (and the schema migrated) if it was not.
+    fn client(&mut self) -> Result<&mut Client, TaskStoreError> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            let now = Instant::now();
+            if let Some(at) = self.retry_at.filter(|at| now < *at) {
+                return Err(database(
+                    &self.shown,
+                    format!(
+                        "the database is unreachable; the next attempt to connect is in {} ms",
+                        at.saturating_duration_since(now).as_millis()
+                    ),
+                ));
+            }
+            match self.open() {
+                Ok(client) => {
+                    self.client = Some(client);
+                    self.retry_at = None;
+                    self.backoff = FIRST_RECONNECT_BACKOFF;
+                }
+                Err(e) => {
+                    self.retry_at = now.checked_add(self.backoff);
+                    self.backoff = (self.backoff * 2).min(MAX_RECONNECT_BACKOFF);
+                    return Err(e);
+                }
+            }
+        }
+        match self.client.as_mut() {
+            Some(client) => Ok(client),
+            None => Err(database(&self.shown, "no connection".into())),
+        }
+    }
+
+    /// Connects, bounds every statement, and brings the schema to the newest version.
+    fn open(&self) -> Result<Client, TaskStoreError> {
+        let shown = &self.shown;
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| db_error(shown, &e))?;
+        client
+            .batch_execute(&format!(
+                "SET statement_timeout = {}; SET lock_timeout = {}",
+                STATEMENT_TIMEOUT.as_millis(),
+                STATEMENT_TIMEOUT.as_millis()
+            ))
+            .map_err(|e| db_error(shown, &e))?;
+        migrate(&mut client, &self.schema, shown)?;
+        Ok(client)
+    }
+}
+
+/// Brings `schema` to the newest version, in one transaction under the migration lock.
+fn migrate(client: &mut Client, schema: &str, shown: &str) -> Result<(), TaskStoreError> {
+    let db = |e: postgres::Error| db_error(shown, &e);
+    let mut tx = client.transaction().map_err(db)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(db)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.schema_version (version BIGINT NOT NULL);"
+    ))
+    .map_err(db)?;
+    let version: Option<i64> = tx
+        .query_opt(
+            &format!("SELECT max(version) FROM {schema}.schema_version"),
+            &[],
+        )
+        .map_err(db)?
+        .and_then(|row| row.get(0));
+    let known = MIGRATIONS.len();
+    let from = usize::try_from(version.unwrap_or(0)).map_err(|_| {
+        database(
+            shown,
+            format!("its schema version {version:?} is not one this crate writes"),
+        )
+    })?;
+    if from > known {
+        return Err(database(
+            shown,
+            format!(
+                "it was written by a newer version of mcp-supervisor (schema version {from}; \
+                 this one knows up to {known}): it is left untouched"
+            ),
+        ));
+    }
+    for step in &MIGRATIONS[from..] {
+        tx.batch_execute(&step.replace("{schema}", schema))
+            .map_err(db)?;
+    }
+    if from < known {
+        let version = i64::try_from(known).unwrap_or(i64::MAX);
+        tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])
+            .map_err(db)?;
+        tx.execute(
+            &format!("INSERT INTO {schema}.schema_version (version) VALUES ($1)"),
+            &[&version],
+        )
+        .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+impl PostgresTaskStore {
+    /// Connects to the database `target` names (a `postgresql://` URL or `key=value` pairs, as
+    /// libpq takes them), in the schema `public`, and brings its tables up to date. Fails,
+    /// saying why and where (never with the password), when the target does not parse, the
+    /// database cannot be reached within [`CONNECT_TIMEOUT`], refuses us, or was written by a
+    /// newer version of this crate.
+    pub fn connect(target: &str) -> Result<PostgresTaskStore, TaskStoreError> {
+        Self::connect_in(target, "public")
+    }
+
+    /// [`connect`](Self::connect), with the tables in `schema` (created if missing): several
+    /// services, or tests, on one database. A schema name is 1 to 63 ASCII letters, digits and
+    /// underscores, not starting with a digit.
+    pub fn connect_in(target: &str, schema: &str) -> Result<PostgresTaskStore, TaskStoreError> {
+        let mut config =
+            postgres::Config::from_str(target).map_err(|e| TaskStoreError::Database {
+                path: "postgresql".into(),
+                message: format!("the connection string does not parse: {e}"),
+            })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            // What `pg_stat_activity` shows for our connections, unless the target names one.
+            config.application_name("mcp-supervisor");
+        }
+        let shown = shown(&config);
+        if !valid_schema(schema) {
+            return Err(TaskStoreError::Invalid {
+                what: "schema name",
+                why: "it must be 1 to 63 ASCII letters, digits and underscores, not starting \
+                      with a digit",
+            });
+        }
+        let mut connection = Connection {
+            config,
+            client: None,
+            shown: shown.clone(),
+            schema: format!("\"{schema}\""),
+            retry_at: None,
+            backoff: FIRST_RECONNECT_BACKOFF,
+        };
+        // Connected here, so that a wrong target fails the start rather than the first task.
+        connection.client()?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("mcp-task-store-postgres".into())
+            .spawn(move || {
+                while let Ok(job) = queue.recv() {
+                    job(&mut connection);
+                }
+            })
+            .map_err(|e| database(&shown, format!("its thread cannot be started: {e}")))?;
+        Ok(PostgresTaskStore {
+            jobs,
+            shown,
+            max_tasks: DEFAULT_MAX_TASKS,
+        })
+    }
+
+    /// Keeps at most `max` tasks (at least one); [`DEFAULT_MAX_TASKS`] otherwise. A full
+    /// store forgets its oldest delivered task for a new one, and refuses the new one when
+    /// none is delivered.
+    pub fn max_tasks(mut self, max: usize) -> Self {
+        self.max_tasks = max.max(1);
+        self
+    }
+
+    /// Runs `f` in one transaction on the store's connection, committed if `f` succeeds, and
+    /// waits for it. A connection that broke is dropped, for the next call to make anew.
+    fn transaction<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>, &Tables) -> Result<T, TaskStoreError> + Send + 'static,
+    ) -> Result<T, TaskStoreError> {
+        let (answer, answered) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |connection: &mut Connection| {
+            let tables = Tables {
+                shown: connection.shown.clone(),
+                schema: connection.schema.clone(),
+            };
+            let outcome = connection.client().and_then(|client| {
+                let mut tx = client.transaction().map_err(|e| tables.db(&e))?;
+                let value = f(&mut tx, &tables)?;
+                tx.commit().map_err(|e| tables.db(&e))?;
+                Ok(value)
+            });
+            if connection.client.as_ref().is_some_and(Client::is_closed) {
+                connection.client = None;
+            }
+            let _ = answer.send(outcome);
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| database(&self.shown, "its connection's thread is gone".into()))?;
+        answered
+            .recv()
+            .map_err(|_| database(&self.shown, "its connection's thread is gone".into()))?
+    }
+}
+
+/// What a transaction needs to name the tables and report errors.
+struct Tables {
+    shown: String,
+    schema: String,
+}
+
+impl Tables {
+    fn db(&self, e: &postgres::Error) -> TaskStoreError {
+        db_error(&self.shown, e)
+    }
+
+    fn tasks(&self) -> String {
+        format!("{}.tasks", self.schema)
+    }
+
+    /// The record of `key`, its row locked until the transaction ends when `lock`.
+    fn load(
+        &self,
+        tx: &mut Transaction<'_>,
+        key: &TaskKey,
+        lock: bool,
+    ) -> Result<Option<TaskRecord>, TaskStoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM {} WHERE server = $1 AND task_id = $2{}",
+            self.tasks(),
+            if lock { " FOR UPDATE" } else { "" }
+        );
+        let row = tx
+            .query_opt(&sql, &[&key.server(), &key.task_id()])
+            .map_err(|e| self.db(&e))?;
+        row.map(|row| parse(&row)).transpose()
+    }
+}
+
+impl TaskStore for PostgresTaskStore {
+    fn insert(&self, record: &TaskRecord) -> Result<bool, TaskStoreError> {
+        record.check()?;
+        let record = record.clone();
+        let answered = answered_json(&record)?;
+        let max_tasks = i64::try_from(self.max_tasks).unwrap_or(i64::MAX);
+        let (created_at, updated_at) = (
+            time_nanos("created_at", record.created_at)?,
+            time_nanos("updated_at", record.updated_at)?,
+        );
+        let ttl = record.ttl.map(|d| duration_nanos("ttl", d)).transpose()?;
+        let poll = record
+            .poll_interval
+            .map(|d| duration_nanos("poll interval", d))
+            .transpose()?;
+        self.transaction(move |tx, t| {
+            let key = record.key();
+            if let Some(stored) = t.load(tx, &key, true)? {
+                return if stored == record {
+                    Ok(false)
+                } else {
+                    Err(TaskStoreError::Exists { key })
+                };
+            }
+            let count: i64 = tx
+                .query_one(&format!("SELECT count(*) FROM {}", t.tasks()), &[])
+                .map_err(|e| t.db(&e))?
+                .get(0);
+            if count >= max_tasks {
+                let evicted = tx
+                    .execute(
+                        &format!(
+                            "DELETE FROM {0} WHERE (server, task_id) = (SELECT server, task_id \
+                             FROM {0} WHERE delivered ORDER BY updated_at, server, task_id \
+                             LIMIT 1 FOR UPDATE SKIP LOCKED)",
+                            t.tasks()
+                        ),
+                        &[],
+                    )
+                    .map_err(|e| t.db(&e))?;
+                if evicted == 0 {
+                    return Err(TaskStoreError::TooLarge {
+                        what: "tasks",
+                        limit: usize::try_from(max_tasks).unwrap_or(usize::MAX),
+                    });
+                }
+            }
+            let inserted = tx
+                .execute(
+                    &format!(
+                        "INSERT INTO {} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                         $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
+                        t.tasks()
+                    ),
+                    &[
+                        &record.server,
+                        &record.task_id,
+                        &record.server_identity,
+                        &record.tool,
+                        &record.arguments_digest,
+                        &created_at,
+                        &ttl,
+                        &record.status.as_str(),
+                        &record.status_message,
+                        &poll,
+                        &answered,
+                        &record.outcome,
+                        &record.delivered,
+                        &updated_at,
+                    ],
+                )
+                .map_err(|e| t.db(&e))?;
+            if inserted == 0 {
+                // Another process inserted it between our look and our insert.
+                return match t.load(tx, &key, false)? {
+                    Some(stored) if stored == record => Ok(false),
+                    _ => Err(TaskStoreError::Exists { key }),
+                };
+            }
+            Ok(true)
+        })
+    }
+
+    fn update(&self, key: &TaskKey, change: &TaskUpdate) -> Result<bool, TaskStoreError> {
+        change.check()?;
+        let (key, change) = (key.clone(), change.clone());
+        self.transaction(move |tx, t| {
+            let mut record = t.load(tx, &key, true)?.ok_or_else(|| not_found(&key))?;
+            if record.status.is_terminal() {
+                return Ok(false);
+            }
+            change.apply(&mut record, SystemTime::now());
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET status = $3, status_message = $4, poll_interval = $5, \
+                     ttl = $6, updated_at = $7 WHERE server = $1 AND task_id = $2",
+                    t.tasks()
+                ),
+                &[
+                    &key.server(),
+                    &key.task_id(),
+                    &record.status.as_str(),
+                    &record.status_message,
+                    &record
+                        .poll_interval
+                        .map(|d| duration_nanos("poll interval", d))
+                        .transpose()?,
+                    &record.ttl.map(|d| duration_nanos("ttl", d)).transpose()?,
+                    &time_nanos("updated_at", record.updated_at)?,
+                ],
+            )
+            .map_err(|e| t.db(&e))?;
+            Ok(true)
+        })
+    }
+
+    fn mark_input_answered(&self, key: &TaskKey, input_key: &str) -> Result<bool, TaskStoreError> {
+        check_input_key(input_key)?;
+        let (key, input_key) = (key.clone(), input_key.to_owned());
+        self.transaction(move |tx, t| {
+            let mut record = t.load(tx, &key, true)?.ok_or_else(|| not_found(&key))?;
+            if record.status.is_terminal() || record.answered_inputs.contains(&input_key) {
+                return Ok(false);
+            }
+            if record.answered_inputs.len() >= MAX_ANSWERED_INPUTS {
+                return Err(too_many_inputs());
+            }
+            record.answered_inputs.insert(input_key);
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET answered_inputs = $3, updated_at = $4 \
+                     WHERE server = $1 AND task_id = $2",
+                    t.tasks()
+                ),
+                &[
+                    &key.server(),
+                    &key.task_id(),
+                    &answered_json(&record)?,
+                    &time_nanos("updated_at", SystemTime::now())?,
+                ],
+            )
+            .map_err(|e| t.db(&e))?;
+            Ok(true)
+        })
+    }
+
+    fn finish(
+        &self,
+        key: &TaskKey,
+        status: TaskStatus,
+        outcome: Option<&str>,
+    ) -> Result<bool, TaskStoreError> {
+        check_finish(status, outcome)?;
+        let (key, outcome) = (key.clone(), outcome.map(str::to_owned));
+        self.transaction(move |tx, t| {
+            let record = t.load(tx, &key, true)?.ok_or_else(|| not_found(&key))?;
+            if record.status.is_terminal() {
+                return Ok(false);
+            }
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET status = $3, outcome = $4, updated_at = $5 \
+                     WHERE server = $1 AND task_id = $2",
+                    t.tasks()
+                ),
+                &[
+                    &key.server(),
+                    &key.task_id(),
+                    &status.as_str(),
+                    &outcome,
+                    &time_nanos("updated_at", SystemTime::now())?,
+                ],
+            )
+            .map_err(|e| t.db(&e))?;
+            Ok(true)
+        })
+    }
+
+    fn take_outcome(&self, key: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+        let key = key.clone();
+        self.transaction(move |tx, t| {
+            // The row lock makes this the compare-and-set exactly-once delivery rests on: a
+            // second taker waits, then reads it delivered.
+            let Some(mut record) = t.load(tx, &key, true)? else {
+                return Ok(None);
+            };
+            if !record.status.is_terminal() || record.delivered {
+                return Ok(None);
+            }
+            let now = SystemTime::now();
+            // The store keeps no copy of a delivered outcome: it is owed to nobody any more.
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET delivered = TRUE, outcome = NULL, updated_at = $3 \
+                     WHERE server = $1 AND task_id = $2",
+                    t.tasks()
+                ),
+                &[
+                    &key.server(),
+                    &key.task_id(),
+                    &time_nanos("updated_at", now)?,
+                ],
+            )
+            .map_err(|e| t.db(&e))?;
+            record.delivered = true;
+            record.updated_at = now;
+            Ok(Some(record))
+        })
+    }
+
+    fn get(&self, key: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError> {
+        let key = key.clone();
+        self.transaction(move |tx, t| t.load(tx, &key, false))
+    }
+
+    fn list(&self, server: Option<&str>) -> Result<Vec<TaskRecord>, TaskStoreError> {
+        let server = server.map(str::to_owned);
+        let limit = i64::try_from(self.max_tasks).unwrap_or(i64::MAX);
+        self.transaction(move |tx, t| {
+            let rows = tx
+                .query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM {} WHERE $1::TEXT IS NULL OR server = $1 \
+                         ORDER BY created_at, server, task_id LIMIT $2",
+                        t.tasks()
+                    ),
+                    &[&server, &limit],
+                )
+                .map_err(|e| t.db(&e))?;
+            rows.iter().map(parse).collect()
+        })
+    }
+
+    fn remove(&self, key: &TaskKey) -> Result<bool, TaskStoreError> {
+        let key = key.clone();
+        self.transaction(move |tx, t| {
+            let removed = tx
+                .execute(
+                    &format!(
+                        "DELETE FROM {} WHERE server = $1 AND task_id = $2",
+                        t.tasks()
+                    ),
+                    &[&key.server(), &key.task_id()],
+                )
+                .map_err(|e| t.db(&e))?;
+            Ok(removed > 0)
+        })
+    }
+
+    fn purge(&self, now: SystemTime) -> Result<usize, TaskStoreError> {
+        self.transaction(move |tx, t| {
+            // Decided in Rust with the other stores' rule, not in SQL: the same checked
+            // arithmetic to the nanosecond.
+            let rows = tx
+                .query(
+                    &format!(
+                        "SELECT server, task_id, created_at, ttl, delivered, updated_at \
+                         FROM {} FOR UPDATE",
+                        t.tasks()
+                    ),
+                    &[],
+                )
+                .map_err(|e| t.db(&e))?;
+            let mut doomed = Vec::new();
+            for row in &rows {
+                let key = TaskKey::new(
+                    row.try_get::<_, String>(0).unwrap_or_default(),
+                    row.try_get::<_, String>(1).unwrap_or_default(),
+                );
+                let c = Columns { key: &key, row };
+                let created_at = c.time(2, "created_at")?;
+                let ttl = c.opt_duration(3, "ttl")?;
+                let delivered = c.get::<bool>(4, "delivered")?;
+                let updated_at = c.time(5, "updated_at")?;
+                if purge_due(created_at, ttl, delivered, updated_at, now) {
+                    doomed.push(key);
+                }
+            }
+            for key in &doomed {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {} WHERE server = $1 AND task_id = $2",
+                        t.tasks()
+                    ),
+                    &[&key.server(), &key.task_id()],
+                )
+                .map_err(|e| t.db(&e))?;
+            }
+            Ok(doomed.len())
+        })
+    }
+}
+
+fn not_found(key: &TaskKey) -> TaskStoreError {
+    TaskStoreError::NotFound { key: key.clone() }
+}
+
+fn database(shown: &str, message: String) -> TaskStoreError {
+    TaskStoreError::Database {
+        path: shown.to_owned(),
+        message,
+    }
+}
+
+/// A client error as the store's error: the server's message (with its SQLSTATE) when it
+/// sent one, else what failed on our side (it never holds the password).
+fn db_error(shown: &str, e: &postgres::Error) -> TaskStoreError {
+    let message = match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None if e.is_closed() => "the connection to the database is closed".to_owned(),
+        None => e.to_string(),
+    };
+    database(shown, message)
+}
+
+/// Where a configuration points, for people: `postgresql://user@host:port/dbname`, no password.
+fn shown(config: &postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgresql://{user}{host}:{port}/{db}")
+}
+
+/// Whether `schema` is a name we quote into SQL as it is.
+fn valid_schema(schema: &str) -> bool {
+    (1..=63).contains(&schema.len())
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit()
+}
+
+/// The answered input keys as the JSON array stored.
+fn answered_json(record: &TaskRecord) -> Result<String, TaskStoreError> {
+    serde_json::to_string(&record.answered_inputs).map_err(|_| TaskStoreError::Invalid {
+        what: "answered input requests",
+        why: "they do not serialize",
+    })
+}
+
+/// A stored row as a record, or [`Corrupt`](TaskStoreError::Corrupt) naming its key and the
+/// column that does not read.
+fn parse(row: &Row) -> Result<TaskRecord, TaskStoreError> {
+    let key = TaskKey::new(
+        row.try_get::<_, String>(0).unwrap_or_default(),
+        row.try_get::<_, String>(1).unwrap_or_default(),
+    );
+    let c = Columns { key: &key, row };
+    let answered: String = c.get(10, "answered_inputs")?;
+    let answered_inputs = serde_json::from_str(&answered).map_err(|e| {
+        c.corrupt(format!(
+            "column answered_inputs is not a JSON array of strings: {e}"
+        ))
+    })?;
+    let status: String = c.get(7, "status")?;
+    let record = TaskRecord {
+        server: key.server().to_owned(),
+        task_id: key.task_id().to_owned(),
+        server_identity: c.get(2, "server_identity")?,
+        tool: c.get(3, "tool")?,
+        arguments_digest: c.get(4, "arguments_digest")?,
+        created_at: c.time(5, "created_at")?,
+        ttl: c.opt_duration(6, "ttl")?,
+        status: TaskStatus::parse(&status)
+            .ok_or_else(|| c.corrupt(format!("column status is {status:?}")))?,
+        status_message: c.get(8, "status_message")?,
+        poll_interval: c.opt_duration(9, "poll_interval")?,
+        answered_inputs,
+        outcome: c.get(11, "outcome")?,
+        delivered: c.get(12, "delivered")?,
+        updated_at: c.time(13, "updated_at")?,
+    };
+    // What another writer of the database put there is held to the bounds of what we write.
+    record
+        .check()
+        .map_err(|e| c.corrupt(format!("it breaks a bound of the store: {e}")))?;
+    Ok(record)
+}
+
+/// Reads the columns of the row of `key`, each a [`Corrupt`](TaskStoreError::Corrupt) error
+/// naming both when it is not what was written.
+struct Columns<'a> {
+    key: &'a TaskKey,
+    row: &'a Row,
+}
+
+impl Columns<'_> {
+    fn corrupt(&self, why: String) -> TaskStoreError {
+        TaskStoreError::Corrupt {
+            key: self.key.clone(),
+            why,
+        }
+    }
+
+    fn get<'r, T: postgres::types::FromSql<'r>>(
+        &'r self,
+        at: usize,
+        column: &str,
+    ) -> Result<T, TaskStoreError> {
+        self.row
+            .try_get(at)
+            .map_err(|e| self.corrupt(format!("column {column} does not read: {e}")))
+    }
+
+    fn time(&self, at: usize, column: &str) -> Result<SystemTime, TaskStoreError> {
+        let nanos: i64 = self.get(at, column)?;
+        time_from_nanos(nanos).ok_or_else(|| self.corrupt(format!("column {column} is {nanos}")))
+    }
+
+    fn opt_duration(&self, at: usize, column: &str) -> Result<Option<Duration>, TaskStoreError> {
+        let nanos: Option<i64> = self.get(at, column)?;
+        nanos
+            .map(|n| {
+                duration_from_nanos(n)
+                    .ok_or_else(|| self.corrupt(format!("column {column} is {n}")))
+            })
+            .transpose()
+    }
+}
