@@ -15,9 +15,11 @@
 //! this store: each method waits for its transaction. The connection lives on a thread of the
 //! store's own (the `postgres` client runs a runtime of its own, which cannot run inside the
 //! actix one), and every wait is bounded: [`CONNECT_TIMEOUT`] to connect, [`STATEMENT_TIMEOUT`]
-//! per statement. A database that is unreachable is a [`Database`](TaskStoreError::Database)
-//! error at once, never a hang; the store reconnects on the next call, no sooner than a backoff
-//! (100 ms doubling to 10 s) after the last failed attempt.
+//! per statement (the server's), the kernel's TCP user timeout and keepalives for a network
+//! that stalls, and, last, [`CALL_TIMEOUT`] for the caller whatever the connection does. A
+//! database that cannot be reached is a [`Database`](TaskStoreError::Database) error, never a
+//! hang; the store reconnects on a later call, no sooner than a backoff (100 ms doubling to
+//! 10 s) after the last failed attempt, and fails at once meanwhile.
 
 use std::str::FromStr;
 use std::sync::mpsc;
@@ -37,6 +39,16 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long one statement may take (a row lock another replica holds included).
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a method waits for its transaction at most, whatever the connection does (a
+/// network that stalls mid-answer, a server that accepted and says nothing). A method that
+/// times out may still commit afterwards: what it did is then as if it had succeeded, which
+/// the store's rules allow (a record written twice is idempotent; an outcome marked delivered
+/// and not handed out is lost, never delivered twice).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long sent data may stay unacknowledged before the kernel drops the connection.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest wait between two attempts to reach a database that did not answer.
 const MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(10);
@@ -144,7 +156,9 @@ impl Connection {
                     self.backoff = FIRST_RECONNECT_BACKOFF;
                 }
                 Err(e) => {
-                    self.retry_at = now.checked_add(self.backoff);
+                    // From the failure, not the attempt's start: an attempt that timed out
+                    // took its whole timeout.
+                    self.retry_at = Instant::now().checked_add(self.backoff);
                     self.backoff = (self.backoff * 2).min(MAX_RECONNECT_BACKOFF);
                     return Err(e);
                 }
@@ -181,18 +195,38 @@ fn migrate(client: &mut Client, schema: &str, shown: &str) -> Result<(), TaskSto
     let mut tx = client.transaction().map_err(db)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .map_err(db)?;
-    tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.schema_version (version BIGINT NOT NULL);"
-    ))
-    .map_err(db)?;
+    // Only what is missing is created: `CREATE SCHEMA IF NOT EXISTS` needs the CREATE
+    // privilege on the database even when the schema is there, which a role that owns only
+    // its schema lacks.
+    let present =
+        |tx: &mut Transaction<'_>, sql: &str, name: String| -> Result<bool, TaskStoreError> {
+            let row = tx.query_one(sql, &[&name]).map_err(db)?;
+            row.try_get::<_, bool>(0).map_err(db)
+        };
+    if !present(
+        &mut tx,
+        "SELECT to_regnamespace($1) IS NOT NULL",
+        schema.to_owned(),
+    )? {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .map_err(db)?;
+    }
+    let versions = format!("{schema}.schema_version");
+    if !present(
+        &mut tx,
+        "SELECT to_regclass($1) IS NOT NULL",
+        versions.clone(),
+    )? {
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {versions} (version BIGINT NOT NULL)"
+        ))
+        .map_err(db)?;
+    }
     let version: Option<i64> = tx
-        .query_opt(
-            &format!("SELECT max(version) FROM {schema}.schema_version"),
-            &[],
-        )
+        .query_one(&format!("SELECT max(version)::BIGINT FROM {versions}"), &[])
         .map_err(db)?
-        .and_then(|row| row.get(0));
+        .try_get(0)
+        .map_err(db)?;
     let known = MIGRATIONS.len();
     let from = usize::try_from(version.unwrap_or(0)).map_err(|_| {
         database(
@@ -248,6 +282,15 @@ impl PostgresTaskStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
+        // A network that stalls: the kernel drops the connection instead of our waiting.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(10))
+            .keepalives_interval(Duration::from_secs(2))
+            .keepalives_retries(3);
         if config.get_application_name().is_none() {
             // What `pg_stat_activity` shows for our connections, unless the target names one.
             config.application_name("mcp-supervisor");
@@ -268,22 +311,31 @@ impl PostgresTaskStore {
             retry_at: None,
             backoff: FIRST_RECONNECT_BACKOFF,
         };
-        // Connected here, so that a wrong target fails the start rather than the first task.
-        connection.client()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("mcp-task-store-postgres".into())
             .spawn(move || {
                 while let Ok(job) = queue.recv() {
-                    job(&mut connection);
+                    // A job that panics (it should not) loses its connection, not the store.
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        job(&mut connection)
+                    }));
+                    if ran.is_err() {
+                        connection.client = None;
+                    }
                 }
             })
             .map_err(|e| database(&shown, format!("its thread cannot be started: {e}")))?;
-        Ok(PostgresTaskStore {
+        let store = PostgresTaskStore {
             jobs,
             shown,
             max_tasks: DEFAULT_MAX_TASKS,
-        })
+        };
+        // Connected (on the store's thread: the caller may be in an async runtime, where the
+        // client's own cannot start) before it is handed out, so that a wrong target fails
+        // the start rather than the first task.
+        store.run(|connection| connection.client().map(|_| ()))?;
+        Ok(store)
     }
 
     /// Keeps at most `max` tasks (at least one); [`DEFAULT_MAX_TASKS`] otherwise. A full
@@ -294,35 +346,56 @@ impl PostgresTaskStore {
         self
     }
 
-    /// Runs `f` in one transaction on the store's connection, committed if `f` succeeds, and
-    /// waits for it. A connection that broke is dropped, for the next call to make anew.
-    fn transaction<T: Send + 'static>(
+    /// Runs `f` on the store's thread and waits for it, [`CALL_TIMEOUT`] at most.
+    fn run<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Transaction<'_>, &Tables) -> Result<T, TaskStoreError> + Send + 'static,
+        f: impl FnOnce(&mut Connection) -> Result<T, TaskStoreError> + Send + 'static,
     ) -> Result<T, TaskStoreError> {
         let (answer, answered) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |connection: &mut Connection| {
-            let tables = Tables {
-                shown: connection.shown.clone(),
-                schema: connection.schema.clone(),
-            };
-            let outcome = connection.client().and_then(|client| {
-                let mut tx = client.transaction().map_err(|e| tables.db(&e))?;
-                let value = f(&mut tx, &tables)?;
-                tx.commit().map_err(|e| tables.db(&e))?;
-                Ok(value)
-            });
+            let outcome = f(connection);
             if connection.client.as_ref().is_some_and(Client::is_closed) {
                 connection.client = None;
             }
             let _ = answer.send(outcome);
         });
-        self.jobs
-            .send(job)
-            .map_err(|_| database(&self.shown, "its connection's thread is gone".into()))?;
-        answered
-            .recv()
-            .map_err(|_| database(&self.shown, "its connection's thread is gone".into()))?
+        let gone = || database(&self.shown, "its connection's thread is gone".into());
+        self.jobs.send(job).map_err(|_| gone())?;
+        match answered.recv_timeout(CALL_TIMEOUT) {
+            Ok(outcome) => outcome,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(database(
+                &self.shown,
+                format!(
+                    "no answer from the database within {} s",
+                    CALL_TIMEOUT.as_secs()
+                ),
+            )),
+            // The job panicked (its sender went with it).
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(database(
+                &self.shown,
+                "the operation failed inside the store (see the log)".into(),
+            )),
+        }
+    }
+
+    /// Runs `f` in one transaction on the store's connection, committed if `f` succeeds (else
+    /// rolled back), and waits for it. A connection that broke is dropped, for a later call to
+    /// make anew.
+    fn transaction<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>, &Tables) -> Result<T, TaskStoreError> + Send + 'static,
+    ) -> Result<T, TaskStoreError> {
+        self.run(move |connection| {
+            let tables = Tables {
+                shown: connection.shown.clone(),
+                schema: connection.schema.clone(),
+            };
+            let client = connection.client()?;
+            let mut tx = client.transaction().map_err(|e| tables.db(&e))?;
+            let value = f(&mut tx, &tables)?;
+            tx.commit().map_err(|e| tables.db(&e))?;
+            Ok(value)
+        })
     }
 }
 
@@ -376,6 +449,10 @@ impl TaskStore for PostgresTaskStore {
             .map(|d| duration_nanos("poll interval", d))
             .transpose()?;
         self.transaction(move |tx, t| {
+            // Inserts are serialized per schema, so that the bound holds across replicas (a
+            // count and an eviction are not atomic otherwise, under READ COMMITTED).
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&t.tasks()])
+                .map_err(|e| t.db(&e))?;
             let key = record.key();
             if let Some(stored) = t.load(tx, &key, true)? {
                 return if stored == record {
@@ -393,8 +470,8 @@ impl TaskStore for PostgresTaskStore {
                     .execute(
                         &format!(
                             "DELETE FROM {0} WHERE (server, task_id) = (SELECT server, task_id \
-                             FROM {0} WHERE delivered ORDER BY updated_at, server, task_id \
-                             LIMIT 1 FOR UPDATE SKIP LOCKED)",
+                             FROM {0} WHERE delivered ORDER BY updated_at, server COLLATE \"C\", \
+                             task_id COLLATE \"C\" LIMIT 1 FOR UPDATE)",
                             t.tasks()
                         ),
                         &[],
@@ -433,11 +510,8 @@ impl TaskStore for PostgresTaskStore {
                 )
                 .map_err(|e| t.db(&e))?;
             if inserted == 0 {
-                // Another process inserted it between our look and our insert.
-                return match t.load(tx, &key, false)? {
-                    Some(stored) if stored == record => Ok(false),
-                    _ => Err(TaskStoreError::Exists { key }),
-                };
+                // Cannot happen under the lock; should it, the error rolls the eviction back.
+                return Err(TaskStoreError::Exists { key });
             }
             Ok(true)
         })
@@ -583,7 +657,8 @@ impl TaskStore for PostgresTaskStore {
                 .query(
                     &format!(
                         "SELECT {COLUMNS} FROM {} WHERE $1::TEXT IS NULL OR server = $1 \
-                         ORDER BY created_at, server, task_id LIMIT $2",
+                         ORDER BY created_at, server COLLATE \"C\", task_id COLLATE \"C\" \
+                         LIMIT $2",
                         t.tasks()
                     ),
                     &[&server, &limit],
@@ -617,7 +692,7 @@ impl TaskStore for PostgresTaskStore {
                 .query(
                     &format!(
                         "SELECT server, task_id, created_at, ttl, delivered, updated_at \
-                         FROM {} FOR UPDATE",
+                         FROM {}",
                         t.tasks()
                     ),
                     &[],
@@ -635,20 +710,25 @@ impl TaskStore for PostgresTaskStore {
                 let delivered = c.get::<bool>(4, "delivered")?;
                 let updated_at = c.time(5, "updated_at")?;
                 if purge_due(created_at, ttl, delivered, updated_at, now) {
-                    doomed.push(key);
+                    doomed.push((key, time_nanos("updated_at", updated_at)?));
                 }
             }
-            for key in &doomed {
-                tx.execute(
-                    &format!(
-                        "DELETE FROM {} WHERE server = $1 AND task_id = $2",
-                        t.tasks()
-                    ),
-                    &[&key.server(), &key.task_id()],
-                )
-                .map_err(|e| t.db(&e))?;
+            // Read without locks; a row another process changed since is not purged now (its
+            // `updated_at` moved), and no row lock held elsewhere holds purge up.
+            let mut purged = 0;
+            for (key, seen) in &doomed {
+                purged += tx
+                    .execute(
+                        &format!(
+                            "DELETE FROM {} WHERE server = $1 AND task_id = $2 \
+                             AND updated_at = $3",
+                            t.tasks()
+                        ),
+                        &[&key.server(), &key.task_id(), seen],
+                    )
+                    .map_err(|e| t.db(&e))?;
             }
-            Ok(doomed.len())
+            Ok(usize::try_from(purged).unwrap_or(usize::MAX))
         })
     }
 }
@@ -670,7 +750,18 @@ fn db_error(shown: &str, e: &postgres::Error) -> TaskStoreError {
     let message = match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None if e.is_closed() => "the connection to the database is closed".to_owned(),
-        None => e.to_string(),
+        None => {
+            // "error connecting to server" alone does not say refused, timed out or unknown
+            // host: the causes do (none holds a password).
+            let mut message = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(inner) = cause {
+                message.push_str(": ");
+                message.push_str(&inner.to_string());
+                cause = inner.source();
+            }
+            message
+        }
     };
     database(shown, message)
 }

@@ -379,6 +379,13 @@ pub(crate) fn bounded(what: &'static str, text: &str, limit: usize) -> Result<()
     if text.len() > limit {
         return Err(TaskStoreError::TooLarge { what, limit });
     }
+    // PostgreSQL's text cannot hold one, and the stores must not differ: none keeps it.
+    if text.contains('\0') {
+        return Err(TaskStoreError::Invalid {
+            what,
+            why: "a NUL character is not stored",
+        });
+    }
     Ok(())
 }
 

@@ -368,6 +368,21 @@ fn fields_are_bounded_(store: &impl TaskStore) {
         );
     };
     too_large(record("fs", &long(MAX_NAME_BYTES + 1), 0), "task id");
+    // A NUL character is kept by no store (PostgreSQL's text cannot hold one).
+    for nul in [
+        record("fs", "t\0", 0),
+        record("fs", "t", 0).status_message("a\0b".to_owned()),
+    ] {
+        let e = store.insert(&nul).unwrap_err();
+        assert!(matches!(e, TaskStoreError::Invalid { .. }), "{e}");
+    }
+    let stored = record("fs", "nul", 0);
+    store.insert(&stored).unwrap();
+    let e = store
+        .finish(&stored.key(), TaskStatus::Completed, Some("{\"a\":\"\0\"}"))
+        .unwrap_err();
+    assert!(matches!(e, TaskStoreError::Invalid { .. }), "{e}");
+    assert!(store.remove(&stored.key()).unwrap());
     too_large(record(&long(MAX_NAME_BYTES + 1), "t", 0), "server name");
     too_large(
         record("fs", "t", 0).status_message(long(MAX_MESSAGE_BYTES + 1)),
@@ -555,6 +570,15 @@ mod postgres_store {
             "{shown}"
         );
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    /// Where a service makes its store: inside its async runtime (`#[actix::main]`), where the
+    /// client's own runtime cannot start; the store's thread connects.
+    #[actix::test]
+    async fn a_store_is_made_and_used_inside_an_async_runtime() {
+        let store = fresh();
+        assert!(store.insert(&record("fs", "t-1", 1)).unwrap());
+        assert_eq!(store.list(None).unwrap().len(), 1);
     }
 
     #[test]
