@@ -613,6 +613,34 @@ mod postgres_store {
     }
 
     #[test]
+    fn the_bound_holds_across_replicas_inserting_at_once() {
+        let schema = schema();
+        let inserters: Vec<_> = (0..4)
+            .map(|replica| {
+                let store = PostgresTaskStore::connect_in(&target(), &schema)
+                    .unwrap()
+                    .max_tasks(5);
+                std::thread::spawn(move || {
+                    (0..5)
+                        .filter(|i| {
+                            let r = record("fs", &format!("r{replica}-{i}"), 1);
+                            match store.insert(&r) {
+                                Ok(stored) => stored,
+                                Err(TaskStoreError::TooLarge { .. }) => false,
+                                Err(e) => panic!("{e}"),
+                            }
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        let stored: usize = inserters.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(stored, 5, "exactly the bound, among four replicas");
+        let store = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        assert_eq!(store.list(None).unwrap().len(), 5);
+    }
+
+    #[test]
     fn the_schema_is_migrated_once_and_a_newer_one_is_left_alone() {
         let schema = schema();
         let first = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
