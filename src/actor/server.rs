@@ -299,15 +299,7 @@ impl ServerActor {
         self._gone = Some(gone);
         // The sequence of the server's every generation (the session is not started yet).
         self.ids = succession.ids.clone();
-        self.session = Session::new(
-            self.session.name().clone(),
-            self.session.settings().clone(),
-            self.config.transport(),
-            self.ids.clone(),
-            self.skips.clone(),
-            self.clock.now(),
-            rand::random(),
-        );
+        self.session = self.fresh_session();
         self.succession = Some(succession);
         for subscriber in subscribers {
             self.events.subscribe(subscriber);
@@ -325,17 +317,23 @@ impl ServerActor {
     #[cfg(test)]
     pub(crate) fn dialing(mut self, dial: Dial, clock: Clock) -> Self {
         self.dial = dial;
-        self.session = Session::new(
+        self.clock = clock;
+        self.session = self.fresh_session();
+        self
+    }
+
+    /// A session like the current one, not started, on this actor's ids and clock (made anew
+    /// when they change before the start).
+    fn fresh_session(&self) -> Session {
+        Session::new(
             self.session.name().clone(),
             self.session.settings().clone(),
             self.config.transport(),
             self.ids.clone(),
             self.skips.clone(),
-            clock.now(),
+            self.clock.now(),
             rand::random(),
-        );
-        self.clock = clock;
-        self
+        )
     }
 
     // ----- driving the session -----

@@ -325,6 +325,23 @@ pub fn state_of<'a>(event: &'a ServerEvent, server: &str) -> Option<&'a ServerSt
     }
 }
 
+/// The running processes whose environment holds `var=value` (a test's mark on the processes
+/// it starts, found in `/proc`).
+pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .filter(|pid| is_running(*pid))
+        .collect()
+}
+
 /// Whether a process runs (a zombie does not count: it has exited).
 pub fn is_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -280,21 +280,6 @@ async fn a_call_longer_than_the_drain_is_outcome_unknown() {
     sup.send(Shutdown).await.unwrap();
 }
 
-/// The processes whose environment holds `marker` (a test's `DEMO_GENERATION`).
-fn processes_marked(marker: &str) -> Vec<u32> {
-    let wanted = format!("DEMO_GENERATION={marker}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
-        })
-        .collect()
-}
-
 /// Calls made while the old generation reconnects (its process was killed, the new one is
 /// slow to start) go to the new generation once it is Ready: none is answered `stopped` or
 /// `unavailable`, each is answered by the new version, and the old generation reconnects no
@@ -332,7 +317,7 @@ async fn calls_waiting_on_a_reconnecting_old_generation_go_to_the_new_one() {
         assert_eq!(text_of(&result), format!("[v1] w{i}"));
     }
     until("no process of the old generation", || {
-        processes_marked("old").is_empty()
+        processes_with_env("DEMO_GENERATION", "old").is_empty()
     })
     .await;
     assert_eq!(

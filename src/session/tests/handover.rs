@@ -36,6 +36,14 @@ fn next_generation(old: &Harness, config: &ServerConfig, era: Era) -> Harness {
     next
 }
 
+/// The new generation of `old`'s server, Ready in `era`, having taken `handover`.
+fn taking_over(old: &Harness, config: &ServerConfig, era: Era, handover: Handover) -> Harness {
+    let mut next = next_generation(old, config, era);
+    next.session.take_over(handover, true, next.now);
+    next.drive();
+    next
+}
+
 fn config_of(era: Era) -> ServerConfig {
     match era {
         Era::Legacy => legacy_stdio(),
@@ -85,9 +93,7 @@ fn calls_waiting_on_a_reconnecting_generation_are_sent_by_the_new_one() {
             "the re-sendable list and the four echoes"
         );
 
-        let mut next = next_generation(old, &config_of(era), era);
-        next.session.take_over(handed.remove(0), true, next.now);
-        next.drive();
+        let mut next = taking_over(old, &config_of(era), era, handed.remove(0));
         let sent = next.written();
         let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
         assert_eq!(
@@ -158,9 +164,7 @@ fn a_draining_generation_whose_connection_breaks_hands_over_and_does_not_reconne
         assert_eq!(handed.len(), 1);
         assert_eq!(handed[0].calls(), 1, "the list, safe to send again");
 
-        let mut next = next_generation(old, &config_of(era), era);
-        next.session.take_over(handed.remove(0), true, next.now);
-        next.drive();
+        let mut next = taking_over(old, &config_of(era), era, handed.remove(0));
         let sent = next.written();
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert_eq!(sent[0]["method"], "tools/list");
@@ -229,9 +233,7 @@ fn at_the_drain_time_a_safe_call_goes_to_the_new_generation_and_a_tool_call_is_o
         let mut handed = handovers(old);
         assert_eq!(handed.len(), 1);
         assert_eq!(handed[0].calls(), 1, "the list, safe to send again");
-        let mut next = next_generation(old, &config_of(era), era);
-        next.session.take_over(handed.remove(0), true, next.now);
-        next.drive();
+        let mut next = taking_over(old, &config_of(era), era, handed.remove(0));
         let sent = next.written();
         assert_eq!(sent[0]["method"], "tools/list", "{sent:?}");
         next.answer(&sent[0], json!({"tools": []}));
@@ -297,9 +299,7 @@ mod tasks {
         old.advance(Duration::from_secs(5));
         assert!(polls(&old.written()).is_empty(), "no longer polled here");
 
-        let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session.take_over(handed.remove(0), true, next.now);
-        next.drive();
+        let mut next = taking_over(&old, &modern_http(), Era::Modern, handed.remove(0));
         next.written(); // The listen naming the task.
         next.advance(400 * MS);
         let sent = next.written();
@@ -319,9 +319,7 @@ mod tasks {
         old.session.drain(true, old.now);
         old.drive();
         let handed = handovers(&mut old).remove(0);
-        let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session.take_over(handed, true, next.now);
-        next.drive();
+        let mut next = taking_over(&old, &modern_http(), Era::Modern, handed);
         next.advance(MS);
         let sent = next.written();
         let asked = polls(&sent);
@@ -371,10 +369,12 @@ mod tasks {
         let handed = handovers(&mut old);
         assert_eq!(handed.len(), 1, "handed over as soon as it is learnt");
         assert_eq!(old.session.pending_calls(), 0);
-        let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session
-            .take_over(handed.into_iter().next().unwrap(), true, next.now);
-        next.drive();
+        let mut next = taking_over(
+            &old,
+            &modern_http(),
+            Era::Modern,
+            handed.into_iter().next().unwrap(),
+        );
         next.advance(600 * MS);
         let sent = next.written();
         let asked = polls(&sent);
@@ -418,10 +418,12 @@ mod tasks {
         );
         let handed = handovers(&mut old);
         assert_eq!(handed.len(), 1, "then handed over");
-        let mut next = next_generation(&old, &modern_http(), Era::Modern);
-        next.session
-            .take_over(handed.into_iter().next().unwrap(), true, next.now);
-        next.drive();
+        let mut next = taking_over(
+            &old,
+            &modern_http(),
+            Era::Modern,
+            handed.into_iter().next().unwrap(),
+        );
         next.advance(150 * MS);
         let sent = next.written();
         let asked = polls(&sent);
@@ -457,10 +459,12 @@ mod tasks {
         old.drive();
         let handed = handovers(&mut old);
         assert_eq!(handed.len(), 1);
-        let mut next = next_generation(&old, &stdio, Era::Modern);
-        next.session
-            .take_over(handed.into_iter().next().unwrap(), true, next.now);
-        next.drive();
+        let mut next = taking_over(
+            &old,
+            &stdio,
+            Era::Modern,
+            handed.into_iter().next().unwrap(),
+        );
         next.advance(MS);
         let sent = next.written();
         let asked = polls(&sent);

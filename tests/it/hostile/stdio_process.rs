@@ -22,18 +22,7 @@ fn unique_mark(test: &str) -> String {
 
 /// Running processes whose environment carries `HOSTILE_MARK=mark`.
 fn marked(mark: &str) -> Vec<u32> {
-    let needle = format!("HOSTILE_MARK={mark}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-        })
-        .filter(|pid| is_running(*pid))
-        .collect()
+    processes_with_env("HOSTILE_MARK", mark)
 }
 
 /// Whether `pid` is a process named `sleep` (the hostile server's grandchildren are).
