@@ -314,7 +314,7 @@ impl Supervisor {
         if let Err(e) = config.validate_with(&self.settings) {
             return refused(e);
         }
-        let subscriptions = match self.servers.get_mut(&name) {
+        let (subscriptions, succession) = match self.servers.get_mut(&name) {
             None => return refused(Error::ServerNotFound { server: name }),
             Some(entry) if entry.replacing => {
                 return refused(Error::Unavailable {
@@ -329,7 +329,6 @@ impl Supervisor {
                 (entry.subscriptions.clone(), entry.succession.clone())
             }
         };
-        let (subscriptions, succession) = subscriptions;
         let next = self.start_actor(config, subscriptions, succession, ctx);
         let ready = next.addr.send(AwaitReady);
         let epoch = next.epoch;
