@@ -275,6 +275,25 @@ mod tasks {
             .collect()
     }
 
+    /// After `after`, `next` asks task `id` once (`why` if not), and its completion answers
+    /// the caller of `answer` with the task's result.
+    fn polled_once_to_completion(
+        next: &mut Harness,
+        id: &str,
+        after: Duration,
+        why: &str,
+        answer: &Answer,
+    ) {
+        next.advance(after);
+        let sent = next.written();
+        let asked = polls(&sent);
+        assert_eq!(asked.len(), 1, "{why}: {sent:?}");
+        assert_eq!(asked[0]["params"]["taskId"], id);
+        next.answer(asked[0], completed(id));
+        let result = answer.take().expect("answered").expect("the task's result");
+        assert_eq!(text(&result), "done");
+    }
+
     /// A running task with a caller waiting for it, on a 2026-07-28 connection.
     fn running_task() -> (Harness, Rc<Answer>) {
         let mut old = Harness::new(&modern_http(), settings());
@@ -301,14 +320,13 @@ mod tasks {
 
         let mut next = taking_over(&old, &modern_http(), Era::Modern, handed.remove(0));
         next.written(); // The listen naming the task.
-        next.advance(400 * MS);
-        let sent = next.written();
-        let asked = polls(&sent);
-        assert_eq!(asked.len(), 1, "polled when it was due: {sent:?}");
-        assert_eq!(asked[0]["params"]["taskId"], "t-1");
-        next.answer(asked[0], completed("t-1"));
-        let result = answer.take().expect("answered").expect("the task's result");
-        assert_eq!(text(&result), "done");
+        polled_once_to_completion(
+            &mut next,
+            "t-1",
+            400 * MS,
+            "polled when it was due",
+            &answer,
+        );
     }
 
     #[test]
@@ -320,12 +338,7 @@ mod tasks {
         old.drive();
         let handed = handovers(&mut old).remove(0);
         let mut next = taking_over(&old, &modern_http(), Era::Modern, handed);
-        next.advance(MS);
-        let sent = next.written();
-        let asked = polls(&sent);
-        assert_eq!(asked.len(), 1, "{sent:?}");
-        next.answer(asked[0], completed("t-1"));
-        assert!(answer.take().expect("answered").is_ok());
+        polled_once_to_completion(&mut next, "t-1", MS, "asked at once", &answer);
     }
 
     #[test]
@@ -375,12 +388,13 @@ mod tasks {
             Era::Modern,
             handed.into_iter().next().unwrap(),
         );
-        next.advance(600 * MS);
-        let sent = next.written();
-        let asked = polls(&sent);
-        assert_eq!(asked.len(), 1, "{sent:?}");
-        next.answer(asked[0], completed("t-2"));
-        assert!(answer.take().expect("answered").is_ok());
+        polled_once_to_completion(
+            &mut next,
+            "t-2",
+            600 * MS,
+            "polled when it was due",
+            &answer,
+        );
     }
 
     #[test]
@@ -465,16 +479,13 @@ mod tasks {
             Era::Modern,
             handed.into_iter().next().unwrap(),
         );
-        next.advance(MS);
-        let sent = next.written();
-        let asked = polls(&sent);
-        assert_eq!(
-            asked.len(),
-            1,
-            "the poll that was out is asked anew: {sent:?}"
+        polled_once_to_completion(
+            &mut next,
+            "t-1",
+            MS,
+            "the poll that was out is asked anew",
+            &answer,
         );
-        next.answer(asked[0], completed("t-1"));
-        assert!(answer.take().expect("answered").is_ok());
     }
 
     #[test]
