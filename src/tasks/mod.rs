@@ -95,7 +95,7 @@ mod sqlite;
 mod store;
 
 #[cfg(feature = "postgres")]
-pub use self::postgres::{PostgresTaskStore, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
+pub use self::postgres::{PostgresTaskStore, CONNECT_TIMEOUT, DEFAULT_LEASE, STATEMENT_TIMEOUT};
 pub use handle::{TaskHandle, TaskInfo};
 pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
 #[cfg(feature = "sqlite")]

@@ -50,6 +50,11 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long sent data may stay unacknowledged before the kernel drops the connection.
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a lease lasts unless [`lease_time`](PostgresTaskStore::lease_time) says otherwise: a
+/// replica renews its leases three times in this, and its tasks are taken over this long
+/// after it dies.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+
 /// The longest wait between two attempts to reach a database that did not answer.
 const MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(10);
 const FIRST_RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
@@ -80,7 +85,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (server, task_id)
     );
     CREATE INDEX IF NOT EXISTS tasks_by_created ON {schema}.tasks (created_at, server, task_id);",
+    // Version 2: leases. Who polls a running task (a replica's `owner` id), and until when
+    // by the database's clock; both NULL for a task nobody holds.
+    "ALTER TABLE {schema}.tasks ADD COLUMN IF NOT EXISTS lease_owner TEXT;
+    ALTER TABLE {schema}.tasks ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
+    CREATE INDEX IF NOT EXISTS tasks_by_lease ON {schema}.tasks (server, lease_until)
+        WHERE status IN ('working', 'input_required');",
 ];
+
+/// The statuses of a running task, as SQL (a lease is only ever held of one).
+const RUNNING: &str = "status IN ('working', 'input_required')";
 
 /// The columns of a record, in the order [`parse`] reads them.
 const COLUMNS: &str = "server, task_id, server_identity, tool, arguments_digest, created_at, \
@@ -106,6 +120,9 @@ pub struct PostgresTaskStore {
     /// Where the database is, without any password: for errors and `Debug`.
     shown: String,
     max_tasks: usize,
+    /// Who holds this store's leases: this replica.
+    owner: String,
+    lease: Duration,
 }
 
 impl std::fmt::Debug for PostgresTaskStore {
@@ -113,6 +130,8 @@ impl std::fmt::Debug for PostgresTaskStore {
         f.debug_struct("PostgresTaskStore")
             .field("database", &self.shown)
             .field("max_tasks", &self.max_tasks)
+            .field("replica", &self.owner)
+            .field("lease", &self.lease)
             .finish()
     }
 }
@@ -330,6 +349,8 @@ impl PostgresTaskStore {
             jobs,
             shown,
             max_tasks: DEFAULT_MAX_TASKS,
+            owner: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            lease: DEFAULT_LEASE,
         };
         // Connected (on the store's thread: the caller may be in an async runtime, where the
         // client's own cannot start) before it is handed out, so that a wrong target fails
@@ -344,6 +365,35 @@ impl PostgresTaskStore {
     pub fn max_tasks(mut self, max: usize) -> Self {
         self.max_tasks = max.max(1);
         self
+    }
+
+    /// Names this replica in the leases it holds (what [`TaskInfo`](super::TaskInfo) and the
+    /// table's `lease_owner` column show), 1 to 200 bytes; a process id and a random number
+    /// otherwise. Two replicas must never share a name (they would poll each other's tasks); a
+    /// replica that restarts under its name takes its leases back at once.
+    pub fn replica(mut self, name: impl Into<String>) -> Result<Self, TaskStoreError> {
+        let name = name.into();
+        super::record::bounded("replica name", &name, 200)?;
+        if name.is_empty() {
+            return Err(TaskStoreError::Invalid {
+                what: "replica name",
+                why: "it is empty",
+            });
+        }
+        self.owner = name;
+        Ok(self)
+    }
+
+    /// How long a lease lasts ([`DEFAULT_LEASE`] otherwise), at least 100 ms: how long after
+    /// a replica dies its tasks are taken over, and a third of the time between renewals.
+    pub fn lease_time(mut self, lease: Duration) -> Self {
+        self.lease = lease.clamp(Duration::from_millis(100), Duration::from_secs(24 * 3600));
+        self
+    }
+
+    /// The name of this replica in the leases it holds.
+    pub fn replica_name(&self) -> &str {
+        &self.owner
     }
 
     /// Runs `f` on the store's thread and waits for it, [`CALL_TIMEOUT`] at most.
@@ -448,6 +498,12 @@ impl TaskStore for PostgresTaskStore {
             .poll_interval
             .map(|d| duration_nanos("poll interval", d))
             .transpose()?;
+        // Whoever stores a running task polls it: the lease is its own from the start.
+        let (owner, lease) = if record.status.is_terminal() {
+            (None, None)
+        } else {
+            (Some(self.owner.clone()), Some(self.lease.as_secs_f64()))
+        };
         self.transaction(move |tx, t| {
             // Inserts are serialized per schema, so that the bound holds across replicas (a
             // count and an eviction are not atomic otherwise, under READ COMMITTED).
@@ -487,8 +543,9 @@ impl TaskStore for PostgresTaskStore {
             let inserted = tx
                 .execute(
                     &format!(
-                        "INSERT INTO {} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                         $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
+                        "INSERT INTO {} ({COLUMNS}, lease_owner, lease_until) VALUES ($1, $2, \
+                         $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+                         clock_timestamp() + make_interval(secs => $16)) ON CONFLICT DO NOTHING",
                         t.tasks()
                     ),
                     &[
@@ -506,6 +563,8 @@ impl TaskStore for PostgresTaskStore {
                         &record.outcome,
                         &record.delivered,
                         &updated_at,
+                        &owner,
+                        &lease,
                     ],
                 )
                 .map_err(|e| t.db(&e))?;
@@ -595,8 +654,8 @@ impl TaskStore for PostgresTaskStore {
             }
             tx.execute(
                 &format!(
-                    "UPDATE {} SET status = $3, outcome = $4, updated_at = $5 \
-                     WHERE server = $1 AND task_id = $2",
+                    "UPDATE {} SET status = $3, outcome = $4, updated_at = $5, \
+                     lease_owner = NULL, lease_until = NULL WHERE server = $1 AND task_id = $2",
                     t.tasks()
                 ),
                 &[
@@ -729,6 +788,111 @@ impl TaskStore for PostgresTaskStore {
                     .map_err(|e| t.db(&e))?;
             }
             Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn lease(&self) -> Option<Duration> {
+        Some(self.lease)
+    }
+
+    fn claim(&self, key: &TaskKey) -> Result<bool, TaskStoreError> {
+        let (key, owner, lease) = (key.clone(), self.owner.clone(), self.lease.as_secs_f64());
+        self.transaction(move |tx, t| {
+            let claimed = tx
+                .execute(
+                    &format!(
+                        "UPDATE {} SET lease_owner = $3, \
+                         lease_until = clock_timestamp() + make_interval(secs => $4) \
+                         WHERE server = $1 AND task_id = $2 AND {RUNNING} \
+                         AND (lease_owner IS NULL OR lease_owner = $3 \
+                              OR lease_until IS NULL OR lease_until < clock_timestamp())",
+                        t.tasks()
+                    ),
+                    &[&key.server(), &key.task_id(), &owner, &lease],
+                )
+                .map_err(|e| t.db(&e))?;
+            Ok(claimed > 0)
+        })
+    }
+
+    fn renew(&self, server: &str) -> Result<Vec<TaskKey>, TaskStoreError> {
+        let (server, owner, lease) = (
+            server.to_owned(),
+            self.owner.clone(),
+            self.lease.as_secs_f64(),
+        );
+        self.transaction(move |tx, t| {
+            // Whether it lapsed meanwhile does not matter: nobody took it over while it is
+            // still ours (a take-over makes it another's under the row's lock).
+            let rows = tx
+                .query(
+                    &format!(
+                        "UPDATE {} SET lease_until = clock_timestamp() + make_interval(secs => $3) \
+                         WHERE server = $1 AND lease_owner = $2 AND {RUNNING} \
+                         RETURNING task_id",
+                        t.tasks()
+                    ),
+                    &[&server, &owner, &lease],
+                )
+                .map_err(|e| t.db(&e))?;
+            rows.iter()
+                .map(|row| {
+                    let task_id: String = row.try_get(0).map_err(|e| t.db(&e))?;
+                    Ok(TaskKey::new(server.clone(), task_id))
+                })
+                .collect()
+        })
+    }
+
+    fn take_over(
+        &self,
+        server: &str,
+        identity: &str,
+        max: usize,
+    ) -> Result<Vec<TaskRecord>, TaskStoreError> {
+        let (server, identity) = (server.to_owned(), identity.to_owned());
+        let (owner, lease) = (self.owner.clone(), self.lease.as_secs_f64());
+        let max = i64::try_from(max.min(self.max_tasks)).unwrap_or(i64::MAX);
+        self.transaction(move |tx, t| {
+            // SKIP LOCKED: a task another replica is taking (or renewing) right now is its;
+            // replicas that look at once share the lapsed tasks out instead of queueing.
+            let rows = tx
+                .query(
+                    &format!(
+                        "UPDATE {0} SET lease_owner = $3, \
+                         lease_until = clock_timestamp() + make_interval(secs => $4) \
+                         WHERE (server, task_id) IN (SELECT server, task_id FROM {0} \
+                             WHERE server = $1 AND server_identity = $2 AND {RUNNING} \
+                             AND (lease_owner IS NULL OR lease_until IS NULL \
+                                  OR lease_until < clock_timestamp()) \
+                             ORDER BY created_at, task_id COLLATE \"C\" LIMIT $5 \
+                             FOR UPDATE SKIP LOCKED) \
+                         RETURNING {COLUMNS}",
+                        t.tasks()
+                    ),
+                    &[&server, &identity, &owner, &lease, &max],
+                )
+                .map_err(|e| t.db(&e))?;
+            let mut records = rows.iter().map(parse).collect::<Result<Vec<_>, _>>()?;
+            records.sort_by(|a, b| (a.created_at, &a.task_id).cmp(&(b.created_at, &b.task_id)));
+            Ok(records)
+        })
+    }
+
+    fn release(&self, server: &str) -> Result<usize, TaskStoreError> {
+        let (server, owner) = (server.to_owned(), self.owner.clone());
+        self.transaction(move |tx, t| {
+            let released = tx
+                .execute(
+                    &format!(
+                        "UPDATE {} SET lease_owner = NULL, lease_until = NULL \
+                         WHERE server = $1 AND lease_owner = $2",
+                        t.tasks()
+                    ),
+                    &[&server, &owner],
+                )
+                .map_err(|e| t.db(&e))?;
+            Ok(usize::try_from(released).unwrap_or(usize::MAX))
         })
     }
 }

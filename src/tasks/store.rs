@@ -169,6 +169,57 @@ pub trait TaskStore: Send + Sync + 'static {
     /// nobody took within the ttl is not owed any more) and the delivered tasks last changed
     /// [`DELIVERED_RETENTION`] or longer ago. Returns how many were removed.
     fn purge(&self, now: SystemTime) -> Result<usize, TaskStoreError>;
+
+    /// How long a lease lasts in this store, if it has leases: the store is shared by several
+    /// processes (the replicas of a service), and each polls only the running tasks whose
+    /// lease it holds, renewing them while it lives; another takes a task over once its lease
+    /// lapses. `None` (the default): one process follows every task, and the other lease
+    /// methods are never called.
+    ///
+    /// A process counts a lease as its own for this long from *before* the renewal that
+    /// granted it, by its own clock; the store counts from the renewal, by the database's.
+    /// So the two never overlap, and no task is polled by two processes at once.
+    fn lease(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Takes the lease of running task `key` for this process, or keeps it. `Ok(true)`: this
+    /// process holds it now (it was its own, nobody's, or lapsed); `Ok(false)`: another
+    /// process holds it, or the task has ended or is not stored.
+    fn claim(&self, key: &TaskKey) -> Result<bool, TaskStoreError> {
+        let _ = key;
+        Ok(true)
+    }
+
+    /// Renews this process's leases of `server`'s running tasks, and returns the tasks whose
+    /// lease it holds now: one that is missing was taken over by another process (or has
+    /// ended), and is not to be polled here any more.
+    fn renew(&self, server: &str) -> Result<Vec<TaskKey>, TaskStoreError> {
+        let _ = server;
+        Ok(Vec::new())
+    }
+
+    /// Takes over at most `max` running tasks of `server` (reached as `identity`, see
+    /// [`server_identity`](super::server_identity)) whose lease lapsed or that no process
+    /// holds, oldest first, and returns their records. Tasks another process is taking at the
+    /// same moment are skipped, not waited for: replicas that look at once share the tasks
+    /// out.
+    fn take_over(
+        &self,
+        server: &str,
+        identity: &str,
+        max: usize,
+    ) -> Result<Vec<TaskRecord>, TaskStoreError> {
+        let _ = (server, identity, max);
+        Ok(Vec::new())
+    }
+
+    /// Gives up this process's leases of `server`'s tasks (it stops), so that another
+    /// process takes them over at once rather than when they lapse. Returns how many.
+    fn release(&self, server: &str) -> Result<usize, TaskStoreError> {
+        let _ = server;
+        Ok(0)
+    }
 }
 
 /// Whether a task is purged at `now` (the rule of [`TaskStore::purge`], shared by the stores

@@ -659,6 +659,132 @@ mod postgres_store {
         assert!(newer.to_string().contains("newer version"), "{newer}");
     }
 
+    /// A store of replica `name` on `schema`, with a short lease.
+    fn replica(schema: &str, name: &str, lease_ms: u64) -> PostgresTaskStore {
+        PostgresTaskStore::connect_in(&target(), schema)
+            .unwrap()
+            .replica(name)
+            .unwrap()
+            .lease_time(Duration::from_millis(lease_ms))
+    }
+
+    /// Calls `f` until it gives `Some`, for `within` at most (a lease lapses by the clock).
+    fn until<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(value) = f() {
+                return value;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_task_is_leased_to_its_storer_and_taken_over_once_the_lease_lapses() {
+        let schema = schema();
+        let (a, b) = (replica(&schema, "a", 300), replica(&schema, "b", 300));
+        assert_eq!(a.lease(), Some(Duration::from_millis(300)));
+        let r = record("fs", "t-1", 1);
+        let identity = r.server_identity.clone();
+        assert!(a.insert(&r).unwrap());
+        assert!(a.claim(&r.key()).unwrap(), "its own");
+        assert!(!b.claim(&r.key()).unwrap(), "a holds it");
+        assert!(b.take_over("fs", &identity, 10).unwrap().is_empty());
+        assert_eq!(a.renew("fs").unwrap(), vec![r.key()]);
+        assert!(b.renew("fs").unwrap().is_empty());
+        // `a` stops renewing (it died): `b` takes the task over once the lease lapses, and
+        // only then.
+        let taken = until(Duration::from_secs(5), || {
+            let taken = b.take_over("fs", &identity, 10).unwrap();
+            (!taken.is_empty()).then_some(taken)
+        });
+        assert_eq!(taken, vec![r.clone()], "the record, as stored");
+        assert!(a.renew("fs").unwrap().is_empty(), "a's lease is lost");
+        assert!(!a.claim(&r.key()).unwrap());
+        assert_eq!(b.renew("fs").unwrap(), vec![r.key()]);
+        // Another server's tasks, or another identity's, are not taken.
+        assert!(b.take_over("other", &identity, 10).unwrap().is_empty());
+        // An ended task has no lease: nobody polls it.
+        b.finish(&r.key(), TaskStatus::Completed, Some("{}"))
+            .unwrap();
+        assert!(b.renew("fs").unwrap().is_empty());
+        assert!(!a.claim(&r.key()).unwrap());
+        assert!(!b.claim(&r.key()).unwrap());
+    }
+
+    #[test]
+    fn a_released_lease_is_taken_over_at_once() {
+        let schema = schema();
+        let (a, b) = (replica(&schema, "a", 60_000), replica(&schema, "b", 60_000));
+        let r = record("fs", "t-1", 1);
+        a.insert(&r).unwrap();
+        assert!(b
+            .take_over("fs", &r.server_identity, 10)
+            .unwrap()
+            .is_empty());
+        assert_eq!(a.release("fs").unwrap(), 1);
+        assert_eq!(b.take_over("fs", &r.server_identity, 10).unwrap().len(), 1);
+        assert_eq!(a.release("fs").unwrap(), 0, "not a's any more");
+    }
+
+    #[test]
+    fn replicas_taking_over_at_once_share_the_tasks_out() {
+        let schema = schema();
+        let dead = replica(&schema, "dead", 100);
+        let identity = record("fs", "x", 1).server_identity;
+        for i in 0..60 {
+            dead.insert(&record("fs", &format!("t-{i:02}"), i)).unwrap();
+        }
+        drop(dead);
+        std::thread::sleep(Duration::from_millis(150));
+        let takers: Vec<_> = (0..3)
+            .map(|n| {
+                let (store, identity) =
+                    (replica(&schema, &format!("r{n}"), 60_000), identity.clone());
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    // In rounds of ten, as the driver does, until none are left.
+                    loop {
+                        let taken = store.take_over("fs", &identity, 10).unwrap();
+                        if taken.is_empty() {
+                            break;
+                        }
+                        mine.extend(taken.into_iter().map(|r| r.task_id));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all: Vec<String> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let taken = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(
+            (taken, all.len()),
+            (60, 60),
+            "each task taken by exactly one replica"
+        );
+    }
+
+    #[test]
+    fn a_replica_name_is_bounded_and_not_empty() {
+        let store = fresh();
+        assert!(matches!(
+            store.replica(""),
+            Err(TaskStoreError::Invalid { .. })
+        ));
+        let long = "r".repeat(201);
+        assert!(matches!(
+            fresh().replica(long),
+            Err(TaskStoreError::TooLarge { .. })
+        ));
+        assert_eq!(fresh().replica("pod-7").unwrap().replica_name(), "pod-7");
+    }
+
     #[test]
     fn a_connection_that_breaks_is_made_again() {
         let schema = schema();
@@ -695,4 +821,19 @@ mod postgres_store {
             }
         }
     }
+}
+
+/// A store of one process has no leases: every task is its own.
+#[test]
+fn a_store_without_leases_owns_every_task() {
+    let store = MemoryTaskStore::new();
+    let r = record("fs", "t-1", 1);
+    store.insert(&r).unwrap();
+    assert_eq!(store.lease(), None);
+    assert!(store.claim(&r.key()).unwrap());
+    assert!(store
+        .take_over("fs", &r.server_identity, 10)
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.release("fs").unwrap(), 0);
 }
