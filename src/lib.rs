@@ -119,9 +119,10 @@
 //!   [`TaskStore`](tasks::TaskStore) trait with its rules and error, and
 //!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
 //!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), `postgres`
-//!   (feature `postgres`: `PostgresTaskStore`, the store replicas share: row locks, a
-//!   versioned schema migrated under an advisory lock, a connection thread of its own with
-//!   bounded waits), and `tests`, the one suite every store passes.
+//!   (feature `postgres`: `PostgresTaskStore`, the store replicas share: row locks, leases
+//!   taken over with `SKIP LOCKED`, a versioned schema migrated under an advisory lock, a
+//!   connection thread of its own with bounded waits), and `tests`, the one suite every store
+//!   passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
 //! - `transport` (IO only): `stdio`, the child process (spawning, environment, stderr
@@ -155,14 +156,17 @@
 //!   2026-07-28 listen stream; `tools` the tool cache and its refresh; `tasks` the calls the
 //!   server runs as tasks (the task table: polls, input keys, who waits, outcomes nobody took)
 //!   and the session's polls and updates; `handover` what a replaced generation hands to the
-//!   next (the calls waiting for a connection, the tasks); `status` and `events` what status
+//!   next (the calls waiting for a connection, the tasks); `lease` which replica polls which
+//!   task when replicas share a task store (no poll once the leases may have lapsed; what
+//!   the driver's tending of the leases brings); `status` and `events` what status
 //!   queries and subscribers are told.
 //! - [`actor`]: [`messages`](actor::messages) (the typed calls in its `typed`; the skill
 //!   loading in its `skills`; the explicit task handles, `StartTask` and friends, in its
 //!   `tasks`),
 //!   [`server`](actor::server) (the [`ServerActor`], the session's driver: it feeds the session
 //!   what its mailbox and transport bring and carries out its commands; its message handlers in
-//!   `handlers`), `connect` (one connection attempt: spawn, negotiate the era — over HTTP, in
+//!   `handlers`; its side of the task store in `task_store`: the writes, the tasks taken back
+//!   at start, the tending of leases), `connect` (one connection attempt: spawn, negotiate the era — over HTTP, in
 //!   its `opening`, fall back to the legacy HTTP+SSE transport —, handshake, tool list,
 //!   re-subscribe), `reply` (a caller's reply channel as the session's `Reply`, the
 //!   result parsed into the caller's type), [`supervisor`](actor::supervisor) (with the
@@ -291,4 +295,7 @@ pub mod docs_doctests {
     pub struct Performance;
     #[doc = include_str!("../docs/development.md")]
     pub struct Development;
+    #[cfg(feature = "postgres")]
+    #[doc = include_str!("../docs/fleet.md")]
+    pub struct Fleet;
 }

@@ -14,6 +14,10 @@
 //! | `mcp_tasks_in_flight` | gauge | `server` | tasks (the Tasks extension) followed, not ended |
 //! | `mcp_task_polls_total` | counter | `server` | `tasks/get` polls sent |
 //! | `mcp_tasks_total` | counter | `server`, `outcome` | tasks ended, by outcome: `completed`, `failed`, `cancelled`, `lost` |
+//! | `mcp_task_leases_held` | gauge | `server` | tasks this replica holds the lease of (a task store shared by replicas), as of the last renewal |
+//! | `mcp_task_lease_renewals_total` | counter | `server`, `outcome` | renewals of this replica's leases: `ok` or `failed` (the database did not answer) |
+//! | `mcp_task_takeovers_total` | counter | `server` | tasks taken over from a replica whose lease lapsed |
+//! | `mcp_task_leases_lost_total` | counter | `server` | tasks another replica took over from this one |
 //!
 //! Labels are the configured server name, the JSON-RPC method and fixed words: nothing a
 //! server sends becomes a label, so a hostile server cannot grow the series without bound.
@@ -52,6 +56,22 @@ pub fn describe() {
     describe_gauge!("mcp_tasks_in_flight", "Tasks followed, not ended");
     describe_counter!("mcp_task_polls_total", "tasks/get polls sent");
     describe_counter!("mcp_tasks_total", "Tasks ended, by outcome");
+    describe_gauge!(
+        "mcp_task_leases_held",
+        "Tasks whose lease this replica holds"
+    );
+    describe_counter!(
+        "mcp_task_lease_renewals_total",
+        "Renewals of this replica's task leases, by outcome"
+    );
+    describe_counter!(
+        "mcp_task_takeovers_total",
+        "Tasks taken over from a replica whose lease lapsed"
+    );
+    describe_counter!(
+        "mcp_task_leases_lost_total",
+        "Tasks another replica took over from this one"
+    );
 }
 
 /// A call to `server` taken at `started` ended with `outcome` (`ok` or an error code).
@@ -122,6 +142,38 @@ pub(crate) fn tasks_in_flight(server: &str, tasks: usize) {
     metrics::gauge!("mcp_tasks_in_flight", "server" => server.to_owned()).set(tasks as f64);
     #[cfg(not(feature = "metrics"))]
     let _ = (server, tasks);
+}
+
+/// `server`'s leases were renewed (`held`: how many this replica holds now), or not
+/// (`None`: the store did not answer).
+#[inline]
+pub(crate) fn task_leases_renewed(server: &str, held: Option<usize>) {
+    #[cfg(feature = "metrics")]
+    {
+        let outcome = if held.is_some() { "ok" } else { "failed" };
+        metrics::counter!("mcp_task_lease_renewals_total", "server" => server.to_owned(), "outcome" => outcome)
+            .increment(1);
+        if let Some(held) = held {
+            metrics::gauge!("mcp_task_leases_held", "server" => server.to_owned()).set(held as f64);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (server, held);
+}
+
+/// `taken` tasks of `server` were taken over from replicas whose lease lapsed, and `lost` were
+/// taken over from this one.
+#[inline]
+pub(crate) fn task_leases_moved(server: &str, taken: usize, lost: usize) {
+    #[cfg(feature = "metrics")]
+    {
+        metrics::counter!("mcp_task_takeovers_total", "server" => server.to_owned())
+            .increment(taken as u64);
+        metrics::counter!("mcp_task_leases_lost_total", "server" => server.to_owned())
+            .increment(lost as u64);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (server, taken, lost);
 }
 
 /// A task of `server` was polled.

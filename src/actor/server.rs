@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures_util::future::join_all;
@@ -454,7 +454,7 @@ impl ServerActor {
             Command::AskInput(ask) => self.ask_input(ask, ctx),
             Command::Persist(write) => {
                 if let Some(refused) = self.tasks.as_ref().and_then(|tasks| tasks.write(&write)) {
-                    self.session.store_refused(refused);
+                    self.session.store_refused(refused, self.clock.now());
                 }
             }
             Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),
@@ -662,6 +662,26 @@ impl ServerActor {
     }
 }
 
+impl ServerActor {
+    /// Renews this replica's task leases, takes over lapsed ones, and delivers what ended on
+    /// other replicas for callers here (a task store shared by replicas; see
+    /// [`lease`](crate::session::lease)).
+    fn tend_leases(&mut self, ctx: &mut Context<Self>) {
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let Some(lease) = tasks.lease() else {
+            return;
+        };
+        let started = self.clock.now();
+        let here = self.session.tasks_polled_here();
+        let elsewhere = self.session.tasks_followed_elsewhere();
+        let tend = tasks.tend(started, lease, here, elsewhere);
+        self.session.leases_tended(tend, self.clock.now());
+        self.drive(ctx);
+    }
+}
+
 impl Actor for ServerActor {
     type Context = Context<Self>;
 
@@ -672,7 +692,15 @@ impl Actor for ServerActor {
                 tracing::info!(server = %self.session.name(), tasks = kept.len(), "following the tasks the task store kept");
             }
             self.session.restore_tasks(kept, self.clock.now());
+            if let Some(lease) = tasks.lease() {
+                // Replicas share the store: a third of a lease between tendings leaves two
+                // to renew in before another replica may take the tasks.
+                self.session.lease_tasks();
+                let every = (lease / 3).max(Duration::from_millis(10));
+                ctx.run_interval(every, |act, ctx| act.tend_leases(ctx));
+            }
         }
+        self.tend_leases(ctx);
         self.session.start(self.clock.now());
         self.drive(ctx);
     }

@@ -62,6 +62,7 @@ pub(crate) mod entry;
 pub(crate) mod era;
 pub(crate) mod events;
 pub(crate) mod handover;
+pub(crate) mod lease;
 pub(crate) mod listen;
 pub(crate) mod liveness;
 pub(crate) mod outcome;
@@ -81,6 +82,7 @@ use calls::{AfterExpire, CallTable};
 use entry::{Internal, Payload, Replier, Reply};
 use era::{EraKnowledge, EraPlan};
 use events::ServerEvent;
+pub(crate) use lease::LeaseTend;
 use listen::{Ended, ListenStream};
 use liveness::{Liveness, Verdict};
 use outcome::Situation;
@@ -1361,6 +1363,9 @@ impl Session {
             pid: None,
             pending_calls: self.calls.len(),
             tasks: self.tasks.running_infos(now),
+            task_leases_hold_for: self.tasks.leases_until().map(|until| {
+                until.map_or(Duration::ZERO, |until| until.saturating_duration_since(now))
+            }),
             next_generation: None,
         }
     }

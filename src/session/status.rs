@@ -97,6 +97,11 @@ pub struct ServerStatus {
     /// The tasks (the Tasks extension) the server runs for calls, followed until they end,
     /// oldest first: id, tool, status, age, next poll.
     pub tasks: Vec<crate::tasks::TaskInfo>,
+    /// With a task store shared by replicas (one with [leases](crate::tasks::TaskStore::lease)):
+    /// how much longer this replica's leases of the server's tasks hold, as of their last
+    /// renewal. Zero once they may have lapsed (the store did not answer the renewals), and
+    /// then no task is polled here until they are renewed. `None` without leases.
+    pub task_leases_hold_for: Option<Duration>,
     /// While the server is being replaced (`Restart`, `ReplaceServer`, `Reload`): the new
     /// generation, starting beside this one, which serves every call until the new one is
     /// Ready. Filled in by the supervisor.

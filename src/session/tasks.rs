@@ -41,6 +41,8 @@ use crate::protocol::tasks::{self, Detail, TaskState, TaskStatus};
 use crate::protocol::text::server_text;
 use crate::tasks::TaskHandle;
 
+use super::lease::Leases;
+
 /// Ended tasks whose outcome nobody took yet, kept per server: the oldest is forgotten first.
 pub(crate) const MAX_KEPT_OUTCOMES: usize = 256;
 
@@ -195,9 +197,40 @@ struct Task {
     /// When a notification's new status message was last recorded: a server that streams
     /// progress text costs the store a write per poll floor, not one per notification.
     message_recorded: Option<Instant>,
+    /// Another replica holds its lease and polls it (a store shared by replicas): it is not
+    /// asked here, and its outcome is looked for in the store (see [`lease`](super::lease)).
+    elsewhere: bool,
 }
 
 impl Task {
+    /// Task `handle` learnt of at `since`, as `status`, with nobody waiting, nothing answered
+    /// and no poll planned yet.
+    fn new(
+        handle: TaskHandle,
+        status: TaskStatus,
+        poll_interval: Option<Duration>,
+        since: Instant,
+    ) -> Self {
+        Task {
+            handle,
+            status,
+            status_message: None,
+            poll_interval,
+            since,
+            next_poll: None,
+            answered: BTreeSet::new(),
+            asking: BTreeSet::new(),
+            waiters: Vec::new(),
+            failed_polls: 0,
+            polls: 0,
+            experimental: false,
+            fetching: false,
+            covered: false,
+            message_recorded: None,
+            elsewhere: false,
+        }
+    }
+
     /// The interval to poll it at: the server's, or, while notifications tell of it, the
     /// longest the settings allow (a notification lost is then found out by the ceiling).
     fn poll_pace(&self) -> Option<Duration> {
@@ -251,6 +284,8 @@ pub(crate) struct TaskTable {
     /// The tasks whose outcome went to a caller lately, oldest first (bounded): never
     /// followed again.
     delivered: VecDeque<String>,
+    /// Until when this replica's leases hold, when the store has leases.
+    leases: Leases,
 }
 
 impl TaskTable {
@@ -263,6 +298,7 @@ impl TaskTable {
             kept: VecDeque::new(),
             writes: Vec::new(),
             delivered: VecDeque::new(),
+            leases: Leases::None,
         }
     }
 
@@ -314,23 +350,9 @@ impl TaskTable {
             return Next::Wait;
         }
         tracing::debug!(server = %self.server, task = %server_text(&state.task_id), tool = %handle.tool, status = %state.status, "the server runs the call as a task");
-        let task = Task {
-            handle,
-            status: TaskStatus::Working,
-            status_message: None,
-            poll_interval: state.poll_interval,
-            since: now,
-            next_poll: None,
-            answered: BTreeSet::new(),
-            asking: BTreeSet::new(),
-            waiters: waiter.into_iter().collect(),
-            failed_polls: 0,
-            polls: 0,
-            experimental,
-            fetching: false,
-            covered: false,
-            message_recorded: None,
-        };
+        let mut task = Task::new(handle, TaskStatus::Working, state.poll_interval, now);
+        task.waiters.extend(waiter);
+        task.experimental = experimental;
         let id = state.task_id.clone();
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
@@ -483,7 +505,9 @@ impl TaskTable {
     }
 
     fn schedule(&mut self, id: &str, at: Instant) {
-        if let Some(task) = self.tasks.get_mut(id) {
+        // A task another replica polls is never asked here (a poll that was out when its
+        // lease went is answered, and asks nothing more).
+        if let Some(task) = self.tasks.get_mut(id).filter(|t| !t.elsewhere) {
             // Planned already (a notification that changes nothing): no second item, or a
             // server's stream of notifications would grow the heap without bound.
             if task.next_poll == Some(at) {
@@ -494,11 +518,12 @@ impl TaskTable {
         }
     }
 
-    /// When the earliest poll is due (stale items are dropped on the way).
+    /// When the earliest poll is due (stale items are dropped on the way). With leases, no
+    /// poll is due once they may have lapsed: the polls wait for their renewal.
     pub fn next_due(&mut self) -> Option<Instant> {
         while let Some(Reverse((at, id))) = self.polls.peek() {
             if self.tasks.get(id).and_then(|t| t.next_poll) == Some(*at) {
-                return Some(*at);
+                return self.leases.admits(*at).then_some(*at);
             }
             self.polls.pop();
         }
@@ -658,9 +683,9 @@ impl TaskTable {
         let Some(task) = self
             .tasks
             .get_mut(&id)
-            .filter(|t| t.experimental == experimental)
+            .filter(|t| t.experimental == experimental && !t.elsewhere)
         else {
-            tracing::debug!(server = %self.server, task = %server_text(&id), "a notification of a task not followed here; ignored");
+            tracing::debug!(server = %self.server, task = %server_text(&id), "a notification of a task not polled here; ignored");
             return Next::Wait;
         };
         let settles = state.status.is_terminal() || state.status == TaskStatus::InputRequired;
@@ -694,7 +719,7 @@ impl TaskTable {
         let mut named: Vec<(Instant, &String)> = self
             .tasks
             .iter()
-            .filter(|(_, t)| !t.experimental)
+            .filter(|(_, t)| !t.experimental && !t.elsewhere)
             .map(|(id, t)| (t.since, id))
             .collect();
         named.sort();
@@ -709,7 +734,7 @@ impl TaskTable {
     pub fn any_unnamed(&self, named: &BTreeSet<String>) -> bool {
         self.tasks
             .iter()
-            .any(|(id, t)| !t.experimental && !named.contains(id))
+            .any(|(id, t)| !t.experimental && !t.elsewhere && !named.contains(id))
     }
 
     /// The tasks notifications tell of are now `covering`. One that is no longer told of is
@@ -721,7 +746,7 @@ impl TaskTable {
         mut next_poll: impl FnMut(Option<Duration>) -> Instant,
     ) {
         for (id, task) in &mut self.tasks {
-            let covered = !task.experimental && covering.contains(id);
+            let covered = !task.experimental && !task.elsewhere && covering.contains(id);
             if task.covered && !covered {
                 if let Some(planned) = task.next_poll {
                     let sooner = next_poll(task.poll_interval);
@@ -771,23 +796,8 @@ impl TaskTable {
     /// asked at `now`, its status unknown until then (taken as working).
     pub fn follow(&mut self, handle: TaskHandle, waiter: u64, now: Instant) {
         let id = handle.task_id.clone();
-        let task = Task {
-            handle,
-            status: TaskStatus::Working,
-            status_message: None,
-            poll_interval: None,
-            since: now,
-            next_poll: None,
-            answered: BTreeSet::new(),
-            asking: BTreeSet::new(),
-            waiters: vec![waiter],
-            failed_polls: 0,
-            polls: 0,
-            experimental: false,
-            fetching: false,
-            covered: false,
-            message_recorded: None,
-        };
+        let mut task = Task::new(handle, TaskStatus::Working, None, now);
+        task.waiters.push(waiter);
         self.writes.push(TaskWrite::Created {
             handle: task.handle.clone(),
             arguments_digest: String::new(),
@@ -808,28 +818,104 @@ impl TaskTable {
         now: Instant,
     ) {
         let id = handle.task_id.clone();
-        if self.tasks.contains_key(&id) {
+        if let Some(here) = self.tasks.get_mut(&id) {
+            // Followed here for its callers while another replica polled it: its lease is
+            // ours now (taken over), so it is asked here, from what the store knows.
+            if here.elsewhere {
+                here.elsewhere = false;
+                here.status = status;
+                here.poll_interval = poll_interval.or(here.poll_interval);
+                here.answered.extend(answered);
+                self.schedule(&id, now);
+            }
             return;
         }
-        let task = Task {
-            handle,
-            status,
-            status_message: None,
-            poll_interval,
-            since: now,
-            next_poll: None,
-            answered,
-            asking: BTreeSet::new(),
-            waiters: Vec::new(),
-            failed_polls: 0,
-            polls: 0,
-            experimental: false,
-            fetching: false,
-            covered: false,
-            message_recorded: None,
-        };
+        let mut task = Task::new(handle, status, poll_interval, now);
+        task.answered = answered;
         self.tasks.insert(id.clone(), task);
         self.schedule(&id, now);
+    }
+
+    /// The store has leases (replicas share it): from now on polls go out only while this
+    /// replica's leases hold.
+    pub fn lease_tasks(&mut self) {
+        if matches!(self.leases, Leases::None) {
+            self.leases = Leases::Held { until: None };
+        }
+    }
+
+    /// The leases were renewed: they hold until `until`.
+    pub fn leases_hold_until(&mut self, until: Instant) {
+        if let Leases::Held { until: held } = &mut self.leases {
+            *held = Some(until);
+        }
+    }
+
+    /// Until when the leases hold: `None` without leases, `Some(None)` before the first
+    /// renewal.
+    pub fn leases_until(&self) -> Option<Option<Instant>> {
+        match self.leases {
+            Leases::None => None,
+            Leases::Held { until } => Some(until),
+        }
+    }
+
+    /// The running tasks polled here (their lease is this replica's).
+    pub fn polled_here(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|(_, t)| !t.elsewhere)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The tasks followed here for their callers while another replica polls them. Those
+    /// nobody here waits for any more are forgotten first: the other replica follows them.
+    pub fn followed_elsewhere(&mut self) -> Vec<String> {
+        self.tasks
+            .retain(|_, t| !(t.elsewhere && t.waiters.is_empty()));
+        self.tasks
+            .iter()
+            .filter(|(_, t)| t.elsewhere)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Another replica holds task `id`'s lease (it took it over, or held it when this one was
+    /// asked to follow the task): it is not asked here any more. With nobody here waiting
+    /// for it, it is forgotten.
+    pub fn polled_elsewhere(&mut self, id: &str) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        if task.waiters.is_empty() {
+            self.tasks.remove(id);
+            return;
+        }
+        task.elsewhere = true;
+        task.next_poll = None;
+        task.covered = false;
+    }
+
+    /// Task `id`, which another replica polled, ended there with `outcome` (an error for one
+    /// whose outcome is gone): it leaves the table for its callers. Nothing is recorded: the
+    /// store has its end already.
+    pub fn ended_elsewhere(&mut self, id: &str, outcome: Result<Value, Error>) -> Next {
+        match self.tasks.get(id) {
+            Some(task) if task.elsewhere => {}
+            _ => return Next::Wait,
+        }
+        let Some(task) = self.tasks.remove(id) else {
+            return Next::Wait;
+        };
+        for waiter in &task.waiters {
+            self.waiting.remove(waiter);
+        }
+        Next::Done {
+            handle: task.handle,
+            waiters: task.waiters,
+            outcome,
+        }
     }
 
     /// The application's answers to task `id`'s questions are being sent.
@@ -990,6 +1076,7 @@ impl TaskTable {
                 info.poll_interval = t.poll_interval;
                 info.age = Some(now.saturating_duration_since(t.since));
                 info.next_poll_in = t.next_poll.map(|at| at.saturating_duration_since(now));
+                info.elsewhere = t.elsewhere;
                 info
             })
             .collect()
@@ -1327,11 +1414,13 @@ impl Session {
 
     /// The task store refused `write` (part of it): another follower of the task — a second
     /// generation of this server during a replacement, another process on the same store —
-    /// recorded it first. What depended on it is not done here: input keys it answers are not
-    /// asked again, an outcome it took is not delivered again. The commands waiting behind the
+    /// recorded it first. What depended on it is not done here: a task whose lease another
+    /// replica holds is not polled here, input keys it answers are not asked again, an
+    /// outcome it took is not delivered again. The commands waiting behind the
     /// write are changed before the driver carries them out.
-    pub fn store_refused(&mut self, write: TaskWrite) {
+    pub fn store_refused(&mut self, write: TaskWrite, now: Instant) {
         match write {
+            TaskWrite::Created { handle, .. } => self.polled_elsewhere(&handle.task_id, now),
             TaskWrite::InputAnswered { task_id, keys } => {
                 tracing::info!(server = %self.name, task = %server_text(&task_id), keys = keys.len(), "another follower of the task answers these input requests");
                 self.commands.retain_mut(|command| match command {

@@ -69,6 +69,11 @@ pub struct TaskInfo {
     pub age: Option<Duration>,
     /// When it is asked next, from now (`None`: being asked, ended, or from [`GetTask`](crate::GetTask)).
     pub next_poll_in: Option<Duration>,
+    /// Another replica holds its lease and polls it (a task store shared by replicas, see
+    /// [`TaskStore::lease`](crate::tasks::TaskStore::lease)): it is followed here only for the
+    /// callers that wait for it here, its outcome looked for in the store. `false` for a
+    /// task this replica polls.
+    pub elsewhere: bool,
 }
 
 impl TaskInfo {
@@ -81,6 +86,7 @@ impl TaskInfo {
             poll_interval: None,
             age: None,
             next_poll_in: None,
+            elsewhere: false,
         }
     }
 }

@@ -261,6 +261,7 @@ mod tests {
                 ),
                 crate::tasks::TaskStatus::Working,
             )],
+            task_leases_hold_for: None,
             next_generation: None,
         };
         let view = serde_json::to_value(Status::from(&status)).unwrap();

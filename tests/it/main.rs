@@ -27,6 +27,8 @@ mod bounded_memory;
 mod demo_server_eras;
 mod docs;
 mod eras;
+#[cfg(feature = "postgres")]
+mod fleet;
 mod hostile;
 mod http;
 mod http_server_eras;

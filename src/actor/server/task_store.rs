@@ -7,13 +7,22 @@
 //! asked about on another server that took the name. A write that fails is logged and the
 //! task goes on in memory: the call it belongs to is not failed for the store's sake.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
 
 use crate::config::ServerConfig;
-use crate::session::{Restored, TaskWrite};
-use crate::tasks::{server_identity, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskUpdate};
+use crate::error::Error;
+use crate::protocol::text::server_text;
+use crate::session::{LeaseTend, Restored, TaskWrite};
+use crate::tasks::{
+    server_identity, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate,
+};
+
+/// Tasks taken over in one tending of the leases at most; the rest wait for the next.
+const MAX_TAKEN_PER_TEND: usize = 256;
 
 /// A server's tasks in the application's store.
 pub(crate) struct TaskPersistence {
@@ -61,8 +70,19 @@ impl TaskPersistence {
                     record = record.poll_interval(*interval);
                 }
                 match self.store.insert(&record) {
-                    // Followed again (a handle awaited after a restart): it is there already.
-                    Err(crate::tasks::TaskStoreError::Exists { .. }) => Ok(()),
+                    // Stored already: followed again (a handle awaited after a restart, or on
+                    // another replica). With leases, it is polled here only if its lease is
+                    // ours now.
+                    Ok(false) | Err(TaskStoreError::Exists { .. })
+                        if self.store.lease().is_some() =>
+                    {
+                        self.store.claim(&record.key()).map(|claimed| {
+                            if !claimed {
+                                refused = Some(write.clone());
+                            }
+                        })
+                    }
+                    Err(TaskStoreError::Exists { .. }) => Ok(()),
                     other => other.map(|_| ()),
                 }
             }
@@ -145,8 +165,117 @@ impl TaskPersistence {
         )
     }
 
+    /// How long the store's leases last, when it has them (replicas share it).
+    pub fn lease(&self) -> Option<Duration> {
+        self.store.lease()
+    }
+
+    /// Tends this replica's leases (see [`lease`](crate::session::lease)), at `started` by
+    /// the actor's clock: renews those of the tasks polled `here`, takes over lapsed ones,
+    /// and looks up the tasks followed `elsewhere` (and those whose lease was lost) that
+    /// ended there.
+    pub fn tend(
+        &self,
+        started: Instant,
+        lease: Duration,
+        here: Vec<String>,
+        elsewhere: Vec<String>,
+    ) -> LeaseTend {
+        let mut tend = LeaseTend::default();
+        match self.store.renew(&self.server) {
+            Ok(held) => {
+                let held: HashSet<&str> = held
+                    .iter()
+                    .filter(|k| k.server() == self.server)
+                    .map(TaskKey::task_id)
+                    .collect();
+                crate::telemetry::task_leases_renewed(&self.server, Some(held.len()));
+                // Counted from before the renewal: the store counts from the renewal itself.
+                tend.hold_until = started.checked_add(lease);
+                // A task the store does not have (its insert failed) is this replica's alone.
+                tend.lost = here
+                    .into_iter()
+                    .filter(|id| !held.contains(id.as_str()))
+                    .filter(|id| matches!(self.store.get(&self.key(id)), Ok(Some(_))))
+                    .collect();
+            }
+            Err(error) => {
+                crate::telemetry::task_leases_renewed(&self.server, None);
+                tracing::warn!(server = %self.server, error = %error, "the task store did not renew this replica's task leases; their polls stop when the leases lapse");
+            }
+        }
+        match self
+            .store
+            .take_over(&self.server, &self.identity, MAX_TAKEN_PER_TEND)
+        {
+            Ok(records) => tend.taken = records.into_iter().map(|r| self.restored(r)).collect(),
+            Err(error) => {
+                tracing::warn!(server = %self.server, error = %error, "the task store could not be asked for tasks whose lease lapsed");
+            }
+        }
+        crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
+        for id in elsewhere.iter().chain(&tend.lost) {
+            if let Some(outcome) = self.ended_elsewhere(id) {
+                tend.ended.push((id.clone(), outcome));
+            }
+        }
+        tend
+    }
+
+    /// The outcome of task `id`, polled by another replica, if it ended there: `None` while
+    /// it runs (or the store cannot say).
+    fn ended_elsewhere(&self, id: &str) -> Option<Result<Value, Error>> {
+        let lost = |tool: &str, reason: &str| {
+            Some(Err(Error::TaskLost {
+                server: self.server.clone(),
+                tool: tool.to_owned(),
+                task_id: server_text(id),
+                reason: reason.to_owned(),
+            }))
+        };
+        match self.store.get(&self.key(id)) {
+            Ok(Some(record)) if !record.status.is_terminal() => None,
+            Ok(Some(record)) => match (&record.outcome, record.delivered) {
+                (Some(outcome), false) => Some(crate::session::tasks::outcome_of(
+                    &self.server,
+                    id,
+                    record.status,
+                    outcome,
+                )),
+                _ => lost(
+                    &record.tool,
+                    "its outcome was delivered already, by another replica",
+                ),
+            },
+            Ok(None) => lost("", "the task store no longer has it"),
+            Err(error) => {
+                tracing::warn!(server = %self.server, task = %server_text(id), error = %error, "the task store could not be read for a task another replica polls");
+                None
+            }
+        }
+    }
+
+    /// Gives this replica's leases of the server's tasks up (it stops), for another to take
+    /// over at once.
+    pub fn release(&self) {
+        if self.store.lease().is_none() {
+            return;
+        }
+        match self.store.release(&self.server) {
+            Ok(released) if released > 0 => {
+                tracing::info!(server = %self.server, tasks = released, "gave up this replica's task leases, for another to take over");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(server = %self.server, error = %error, "the task store did not take this replica's task leases back; they are taken over when they lapse");
+            }
+        }
+    }
+
     /// The tasks the store kept for this server (this identity), not delivered yet; what it
-    /// no longer needs to keep (expired, or delivered long ago) is purged first.
+    /// no longer needs to keep (expired, or delivered long ago) is purged first. With
+    /// leases, only the ended ones: the running ones are another replica's until their lease
+    /// lapses, and are taken over then ([`tend`](Self::tend)).
     pub fn restore(&self) -> Vec<Restored> {
         if let Err(error) = self.store.purge(SystemTime::now()) {
             tracing::warn!(server = %self.server, error = %error, "the task store could not be purged");
@@ -159,44 +288,49 @@ impl TaskPersistence {
             }
         };
         let now = SystemTime::now();
+        let leasing = self.store.lease().is_some();
         records
             .into_iter()
             .filter(|r| r.server_identity == self.identity && !r.delivered)
             .filter(|r| r.expires_at().is_none_or(|at| at > now))
-            .map(|record| {
-                let handle = crate::tasks::TaskHandle::new(
-                    record.server.clone(),
-                    record.task_id.clone(),
-                    record.tool.clone(),
-                    record.created_at,
-                )
-                .ttl(record.ttl);
-                match (&record.outcome, record.status.is_terminal()) {
-                    (Some(outcome), true) => Restored::Ended {
-                        outcome: crate::session::tasks::outcome_of(
-                            &self.server,
-                            &record.task_id,
-                            record.status,
-                            outcome,
-                        ),
-                        handle,
-                    },
-                    _ => Restored::Running {
-                        handle,
-                        status: if record.status.is_terminal() {
-                            TaskStatus::Working
-                        } else {
-                            record.status
-                        },
-                        poll_interval: record.poll_interval,
-                        answered: record
-                            .answered_inputs
-                            .iter()
-                            .cloned()
-                            .collect::<BTreeSet<_>>(),
-                    },
-                }
-            })
+            .filter(|r| !leasing || r.status.is_terminal())
+            .map(|record| self.restored(record))
             .collect()
+    }
+
+    /// A stored record as the session takes it back.
+    fn restored(&self, record: TaskRecord) -> Restored {
+        let handle = crate::tasks::TaskHandle::new(
+            record.server.clone(),
+            record.task_id.clone(),
+            record.tool.clone(),
+            record.created_at,
+        )
+        .ttl(record.ttl);
+        match (&record.outcome, record.status.is_terminal()) {
+            (Some(outcome), true) => Restored::Ended {
+                outcome: crate::session::tasks::outcome_of(
+                    &self.server,
+                    &record.task_id,
+                    record.status,
+                    outcome,
+                ),
+                handle,
+            },
+            _ => Restored::Running {
+                handle,
+                status: if record.status.is_terminal() {
+                    TaskStatus::Working
+                } else {
+                    record.status
+                },
+                poll_interval: record.poll_interval,
+                answered: record
+                    .answered_inputs
+                    .iter()
+                    .cloned()
+                    .collect::<BTreeSet<_>>(),
+            },
+        }
     }
 }

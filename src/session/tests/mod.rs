@@ -20,6 +20,7 @@ use crate::transport::Link;
 mod calls;
 mod eras;
 mod handover;
+mod leases;
 mod listen;
 mod liveness;
 mod task_findings;
@@ -43,6 +44,8 @@ struct Harness {
     /// The store refuses every input key and every delivery (another follower of the task
     /// recorded them first).
     refusing: bool,
+    /// The store says another replica holds the lease of every task followed again.
+    elsewhere: bool,
     other: Vec<Command>,
 }
 
@@ -106,6 +109,7 @@ impl Harness {
             emitted: Vec::new(),
             persisted: Vec::new(),
             refusing: false,
+            elsewhere: false,
             other: Vec::new(),
         };
         h.session.start(now);
@@ -127,7 +131,10 @@ impl Harness {
                             TaskWrite::InputAnswered { .. } | TaskWrite::Delivered { .. }
                         )
                     {
-                        self.session.store_refused(write.clone());
+                        self.session.store_refused(write.clone(), self.now);
+                    }
+                    if self.elsewhere && matches!(write, TaskWrite::Created { .. }) {
+                        self.session.store_refused(write.clone(), self.now);
                     }
                     self.persisted.push(write);
                 }

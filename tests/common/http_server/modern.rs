@@ -77,7 +77,11 @@ pub(super) async fn post(
         }
         "tools/call" => tools_call(req, state, id, &params).await,
         "tasks/get" | "tasks/cancel" => {
-            let answered = tasks::answer(&state, method, &params);
+            let replica = req
+                .headers()
+                .get(tasks::REPLICA_HEADER)
+                .and_then(|v| v.to_str().ok());
+            let answered = tasks::answer(&state, method, &params, replica);
             answer(&state, &id, answered)
         }
         "subscriptions/listen" => match listen::listen(&state, id.clone(), &params) {

@@ -100,6 +100,18 @@ impl Stats {
         super::tasks::polls(&self.0, id)
     }
 
+    /// Who polled task `id` of `job` (their `X-Replica` header), one entry per run of polls
+    /// by one replica: `[a, b]` is "a polled it, then b took over"; `[a, b, a]` would be two
+    /// replicas polling it at once.
+    pub fn task_pollers(&self, id: &str) -> Vec<String> {
+        super::tasks::pollers(&self.0, id)
+    }
+
+    /// The ids of the tasks `job` made so far.
+    pub fn task_ids(&self) -> Vec<String> {
+        super::tasks::ids(&self.0)
+    }
+
     pub fn deletes(&self) -> usize {
         lock(&self.0.counters).deletes
     }

@@ -6,7 +6,8 @@
 //! `tasks/cancel` cancels one that has not completed, and an id the server does not know
 //! (never made, or forgotten by [`super::Faults::forget_tasks`], as a restart would) is
 //! `-32602`. A task's requests must carry `Mcp-Name: <taskId>` (checked with the others, in
-//! `headers`).
+//! `headers`). Each poll's `X-Replica` header is kept per task (runs of one replica's polls), so
+//! that a fleet test can check that no task is polled by two replicas at once.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::state::{lock, Shared};
+
+/// The header a replica of a fleet test names itself in.
+pub(super) const REPLICA_HEADER: &str = "x-replica";
 
 /// The jobs the server runs as tasks.
 #[derive(Default)]
@@ -28,6 +32,8 @@ struct Job {
     text: String,
     cancelled: bool,
     polls: usize,
+    /// Who polled it (`X-Replica`), a run of polls each: `[a, b]` is "a, then b took over".
+    pollers: Vec<String>,
 }
 
 /// The schema of `job`, callable in the modern era (never listed).
@@ -75,6 +81,7 @@ pub(super) fn create(state: &Shared, args: &Value) -> Value {
         text,
         cancelled: false,
         polls: 0,
+        pollers: Vec::new(),
     };
     let mut task = task_json(&id, &job, poll_ms);
     task["resultType"] = json!("task");
@@ -104,7 +111,12 @@ fn task_json(id: &str, job: &Job, poll_ms: u64) -> Value {
 }
 
 /// `tasks/get` and `tasks/cancel`.
-pub(super) fn answer(state: &Shared, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+pub(super) fn answer(
+    state: &Shared,
+    method: &str,
+    params: &Value,
+    replica: Option<&str>,
+) -> Result<Value, (i64, String)> {
     let id = params
         .get("taskId")
         .and_then(Value::as_str)
@@ -117,6 +129,10 @@ pub(super) fn answer(state: &Shared, method: &str, params: &Value) -> Result<Val
     match method {
         "tasks/get" => {
             job.polls += 1;
+            let replica = replica.unwrap_or("");
+            if job.pollers.last().map(String::as_str) != Some(replica) {
+                job.pollers.push(replica.to_owned());
+            }
             Ok(task_json(id, job, poll_ms))
         }
         _ => {
@@ -136,4 +152,17 @@ pub(super) fn forget(state: &Shared) {
 /// The polls task `id` got.
 pub(super) fn polls(state: &Shared, id: &str) -> usize {
     lock(&state.jobs).jobs.get(id).map_or(0, |j| j.polls)
+}
+
+/// Who polled task `id`, in runs (see [`Job::pollers`]).
+pub(super) fn pollers(state: &Shared, id: &str) -> Vec<String> {
+    lock(&state.jobs)
+        .jobs
+        .get(id)
+        .map_or_else(Vec::new, |j| j.pollers.clone())
+}
+
+/// The ids of the tasks made so far.
+pub(super) fn ids(state: &Shared) -> Vec<String> {
+    lock(&state.jobs).jobs.keys().cloned().collect()
 }

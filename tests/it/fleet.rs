@@ -1,0 +1,419 @@
+//! A fleet (issue 21): replica processes, each with its own supervisor, share their tasks
+//! through one `PostgresTaskStore` and one HTTP server. A replica killed with SIGKILL in the
+//! middle of its tasks has them taken over by another once their leases lapse; each outcome
+//! is delivered once, to whoever awaits it on whichever replica; the tool runs once; and no
+//! task is ever polled by two replicas at once (the server keeps, per task, the runs of polls
+//! of each replica, by their `X-Replica` header).
+//!
+//! A replica is this test binary again, started with only the test that starts it (`--exact`)
+//! and [`CHILD`] describing it: that test then plays the replica. It takes commands on its
+//! stdin and says what happened on its stdout, one line each (see [`replica`]). The parent
+//! waits for those lines, never for a time.
+//!
+//! Needs `MCP_SUPERVISOR_TEST_POSTGRES` (`.ci/postgres` starts a server and sets it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use mcp_supervisor::tasks::{PostgresTaskStore, TaskHandle};
+use mcp_supervisor::{AwaitTask, ServerConfig, StartTask, Supervisor, TaskStart};
+use serde_json::json;
+
+use crate::common::http_server::{Era, TestHttpServer};
+use crate::common::*;
+
+/// In a replica's environment: what it is, as `url|target|schema|name|lease_ms`.
+const CHILD: &str = "MCP_TEST_FLEET_REPLICA";
+/// What starts each line a replica writes (searched for anywhere in a line, as the test
+/// harness may write its own text before it).
+const MARK: &str = "FLEET ";
+/// The longest wait for a line of a replica: only one that hangs or died reaches it.
+const LINE_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn target() -> String {
+    std::env::var("MCP_SUPERVISOR_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!(
+            "the fleet tests need a PostgreSQL server: set MCP_SUPERVISOR_TEST_POSTGRES to its \
+             connection string (`.ci/postgres` starts one)"
+        )
+    })
+}
+
+/// The test's path in this binary, for `--exact`.
+fn test_path(name: &str) -> String {
+    match module_path!().split_once("::") {
+        Some((_binary, module)) => format!("{module}::{name}"),
+        None => name.to_owned(),
+    }
+}
+
+// The replica's side.
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{MARK}{line}");
+    let _ = out.flush();
+}
+
+/// Plays a replica: a supervisor of `web` (the parent's server, with `X-Replica: <name>`) on
+/// the shared store. Says `READY`, then takes, one line each:
+///
+/// - `start <n> <ms>`: starts `n` tasks of `job` running `ms` each (`StartTask`), says
+///   `STARTED <task id>` for each and `STARTED-ALL` after the last;
+/// - `await <task id>...`: awaits each (`AwaitTask`), saying `RESULT <task id> <text>` or
+///   `ERROR <task id> <error code>` as each is answered.
+///
+/// A closed stdin (the parent is gone) ends it.
+async fn replica(spec: &str) {
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [url, target, schema, name, lease_ms] = parts[..] else {
+        panic!("a replica's spec: {spec}")
+    };
+    let (url, target, schema, name) = (
+        url.to_owned(),
+        target.to_owned(),
+        schema.to_owned(),
+        name.to_owned(),
+    );
+    let lease = Duration::from_millis(lease_ms.parse().unwrap());
+    {
+        let store = PostgresTaskStore::connect_in(&target, &schema)
+            .expect("the fleet's database")
+            .replica(name.clone())
+            .unwrap()
+            .lease_time(lease);
+        let (events, recipient) = Events::start();
+        let mut settings = quick_settings();
+        settings.call_timeout = Duration::from_secs(60);
+        let sup = Supervisor::builder()
+            .settings(settings)
+            .server(ServerConfig::http("web", url).header("x-replica", name))
+            .task_store(Arc::new(store))
+            .subscriber(recipient)
+            .start()
+            .expect("a supervisor");
+        events.ready("web", 1).await;
+        say("READY");
+        let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        while let Some(line) = lines.recv().await {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["start", n, ms] => {
+                    let (n, ms): (usize, u64) = (n.parse().unwrap(), ms.parse().unwrap());
+                    for _ in 0..n {
+                        let start =
+                            StartTask::new("web", "job", json!({"ms": ms, "text": "built"}))
+                                .timeout(Duration::from_secs(30));
+                        match sup.send(start).await.unwrap() {
+                            Ok(TaskStart::Running(handle)) => {
+                                say(&format!("STARTED {}", handle.task_id));
+                            }
+                            other => panic!("a task: {other:?}"),
+                        }
+                    }
+                    say("STARTED-ALL");
+                }
+                ["await", ids @ ..] => {
+                    for id in ids {
+                        let handle =
+                            TaskHandle::new("web", id.to_string(), "job", SystemTime::now());
+                        let wait =
+                            sup.send(AwaitTask::new(handle).timeout(Duration::from_secs(60)));
+                        let id = id.to_string();
+                        actix::spawn(async move {
+                            match wait.await.unwrap() {
+                                Ok(result) => say(&format!("RESULT {id} {}", text_of(&result))),
+                                Err(e) => say(&format!("ERROR {id} {}", e.code())),
+                            }
+                        });
+                    }
+                }
+                _ => panic!("a replica's command: {line}"),
+            }
+        }
+        std::process::exit(0);
+    }
+}
+
+// The parent's side.
+
+/// A replica process, and its lines.
+struct Replica {
+    name: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl Replica {
+    /// Starts replica `name` of `test` on `server` and the store in `schema`, and waits for it
+    /// to be ready.
+    async fn start(
+        test: &str,
+        name: &str,
+        server: &TestHttpServer,
+        schema: &str,
+        lease: Duration,
+    ) -> Replica {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let spec = format!(
+            "{}|{}|{schema}|{name}|{}",
+            server.url(),
+            target(),
+            lease.as_millis()
+        );
+        let mut child = Command::new(exe)
+            .args([
+                &test_path(test),
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, spec)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the test binary starts again");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some((_, said)) = line.split_once(MARK) {
+                    if tx.send(said.to_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let mut replica = Replica {
+            name: name.to_owned(),
+            child,
+            stdin,
+            lines,
+        };
+        assert_eq!(replica.next().await, "READY");
+        replica
+    }
+
+    fn tell(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").expect("the replica reads its stdin");
+        self.stdin.flush().unwrap();
+    }
+
+    /// The replica's next line.
+    async fn next(&mut self) -> String {
+        match tokio::time::timeout(LINE_TIMEOUT, self.lines.recv()).await {
+            Ok(Some(line)) => line,
+            other => {
+                let status = self.child.try_wait();
+                panic!(
+                    "no line from replica {} ({other:?}); its status: {status:?}",
+                    self.name
+                )
+            }
+        }
+    }
+
+    /// Starts `n` tasks of `ms` on this replica: their ids.
+    async fn start_tasks(&mut self, n: usize, ms: u64) -> Vec<String> {
+        self.tell(&format!("start {n} {ms}"));
+        let mut ids = Vec::new();
+        loop {
+            let line = self.next().await;
+            if line == "STARTED-ALL" {
+                return ids;
+            }
+            let id = line
+                .strip_prefix("STARTED ")
+                .unwrap_or_else(|| panic!("{line}"));
+            ids.push(id.to_owned());
+        }
+    }
+
+    /// Has this replica await `ids`; [`answers`](Self::answers) collects what they get.
+    fn await_tasks(&mut self, ids: &[String]) {
+        for chunk in ids.chunks(100) {
+            self.tell(&format!("await {}", chunk.join(" ")));
+        }
+    }
+
+    /// The next `count` answers to awaited tasks, by task id (`RESULT <text>`,
+    /// `ERROR <code>`); a task answered twice fails the test.
+    async fn answers(&mut self, count: usize) -> BTreeMap<String, String> {
+        let mut answers = BTreeMap::new();
+        while answers.len() < count {
+            let line = self.next().await;
+            let mut words = line.splitn(3, ' ');
+            let (kind, id, what) = (words.next(), words.next(), words.next());
+            let (Some(kind), Some(id), Some(what)) = (kind, id, what) else {
+                panic!("an answer: {line}")
+            };
+            let earlier = answers.insert(id.to_owned(), format!("{kind} {what}"));
+            assert!(earlier.is_none(), "{id} answered twice on {}", self.name);
+        }
+        answers
+    }
+
+    /// Kills it with SIGKILL, and reaps it.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn schema(test: &str) -> String {
+    format!("fleet_{}_{test}", std::process::id())
+}
+
+/// Waits until `done` holds of the server's stats (what the server saw is not an event
+/// anyone can await), for `within` at most.
+async fn until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {within:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The replicas that polled `id` took it in turns: none polled it again after another did.
+fn polled_in_turns(server: &TestHttpServer, id: &str) -> Vec<String> {
+    let pollers = server.stats().task_pollers(id);
+    let distinct: BTreeSet<&String> = pollers.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        pollers.len(),
+        "{id} was polled by two replicas at once: {pollers:?}"
+    );
+    pollers
+}
+
+#[actix::test]
+async fn a_task_of_a_killed_replica_is_taken_over_and_its_outcome_delivered_once() {
+    const TEST: &str = "a_task_of_a_killed_replica_is_taken_over_and_its_outcome_delivered_once";
+    if let Ok(spec) = std::env::var(CHILD) {
+        return replica(&spec).await;
+    }
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().task_poll_ms(50);
+    let schema = schema("kill");
+    let lease = Duration::from_millis(1000);
+    let mut replicas = Vec::new();
+    for name in ["r0", "r1", "r2"] {
+        replicas.push(Replica::start(TEST, name, &server, &schema, lease).await);
+    }
+    let mut r0 = replicas.remove(0);
+    let ids = r0.start_tasks(1, 3000).await;
+    let id = ids[0].clone();
+    until("r0 polls its task", Duration::from_secs(10), || {
+        server.stats().task_pollers(&id) == ["r0"]
+    })
+    .await;
+    r0.kill();
+    // Both others wait for it: one takes it over once r0's lease lapses, and it is delivered
+    // to one of them only.
+    let mut answers = Vec::new();
+    for replica in &mut replicas {
+        replica.await_tasks(std::slice::from_ref(&id));
+    }
+    for replica in &mut replicas {
+        answers.push(replica.answers(1).await[&id].clone());
+    }
+    answers.sort();
+    assert_eq!(
+        answers,
+        ["ERROR outcome_unknown", "RESULT built"],
+        "delivered once, the other told it went elsewhere"
+    );
+    let pollers = polled_in_turns(&server, &id);
+    assert_eq!(pollers.len(), 2, "r0, then one taker: {pollers:?}");
+    assert_eq!(pollers[0], "r0");
+    assert_eq!(server.stats().task_ids(), [id], "the tool ran once");
+}
+
+#[actix::test]
+async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_at_a_time() {
+    const TEST: &str =
+        "a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_at_a_time";
+    if let Ok(spec) = std::env::var(CHILD) {
+        return replica(&spec).await;
+    }
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().task_poll_ms(500);
+    let schema = schema("thousand");
+    let lease = Duration::from_millis(1000);
+    let mut replicas = Vec::new();
+    for name in ["r0", "r1", "r2"] {
+        replicas.push(Replica::start(TEST, name, &server, &schema, lease).await);
+    }
+    // r0's last, so that they are all running when it dies (the others' end meanwhile).
+    let mut started = Vec::new();
+    for (replica, n) in replicas.iter_mut().skip(1).zip([333, 333]) {
+        started.push(replica.start_tasks(n, 3000).await);
+    }
+    let orphans = replicas[0].start_tasks(334, 3000).await;
+    assert_eq!(server.stats().task_ids().len(), 1000);
+    // r0 dies with its 334 tasks running; each other awaits its own and half of r0's.
+    let r0 = replicas.remove(0);
+    r0.kill();
+    let (first, second) = orphans.split_at(orphans.len() / 2);
+    let mut answers = BTreeMap::new();
+    let mut awaited = Vec::new();
+    for ((replica, own), adopted) in replicas.iter_mut().zip(&started).zip([first, second]) {
+        let ids: Vec<String> = own.iter().chain(adopted).cloned().collect();
+        replica.await_tasks(&ids);
+        awaited.push(ids.len());
+    }
+    for (replica, count) in replicas.iter_mut().zip(awaited) {
+        answers.extend(replica.answers(count).await);
+    }
+    assert_eq!(answers.len(), 1000);
+    let failed: Vec<_> = answers
+        .iter()
+        .filter(|(_, a)| *a != "RESULT built")
+        .collect();
+    assert!(failed.is_empty(), "every task delivered: {failed:?}");
+    for (own, name) in started.iter().zip(["r1", "r2"]) {
+        for id in own {
+            assert_eq!(
+                polled_in_turns(&server, id),
+                [name],
+                "{id}: only its replica"
+            );
+        }
+    }
+    let mut taken = 0;
+    for id in &orphans {
+        let pollers = polled_in_turns(&server, id);
+        assert!(
+            pollers.len() <= 2 && pollers.iter().skip(1).all(|p| p != "r0"),
+            "{id}: r0, then one taker: {pollers:?}"
+        );
+        taken += usize::from(pollers.last().is_some_and(|p| p != "r0"));
+    }
+    assert_eq!(taken, orphans.len(), "every task of r0 was taken over");
+    assert_eq!(server.stats().task_ids().len(), 1000, "each tool ran once");
+}
