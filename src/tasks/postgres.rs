@@ -367,10 +367,11 @@ impl PostgresTaskStore {
         self
     }
 
-    /// Names this replica in the leases it holds (what [`TaskInfo`](super::TaskInfo) and the
-    /// table's `lease_owner` column show), 1 to 200 bytes; a process id and a random number
-    /// otherwise. Two replicas must never share a name (they would poll each other's tasks); a
-    /// replica that restarts under its name takes its leases back at once.
+    /// Names this replica in the leases it holds (the table's `lease_owner` column), 1 to 200
+    /// bytes; a process id and a random number otherwise. Two replicas must never share a
+    /// name (they would poll each other's tasks). A replica that restarts under its name
+    /// takes back at once the tasks it is asked to await; the others it held are taken over
+    /// (by it or another) once their leases lapse, as for any replica that died.
     pub fn replica(mut self, name: impl Into<String>) -> Result<Self, TaskStoreError> {
         let name = name.into();
         super::record::bounded("replica name", &name, 200)?;
@@ -815,12 +816,16 @@ impl TaskStore for PostgresTaskStore {
         })
     }
 
-    fn renew(&self, server: &str) -> Result<Vec<TaskKey>, TaskStoreError> {
+    fn renew(&self, server: &str, task_ids: &[String]) -> Result<Vec<TaskKey>, TaskStoreError> {
+        if task_ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let (server, owner, lease) = (
             server.to_owned(),
             self.owner.clone(),
             self.lease.as_secs_f64(),
         );
+        let task_ids = task_ids.to_vec();
         self.transaction(move |tx, t| {
             // Whether it lapsed meanwhile does not matter: nobody took it over while it is
             // still ours (a take-over makes it another's under the row's lock).
@@ -828,11 +833,11 @@ impl TaskStore for PostgresTaskStore {
                 .query(
                     &format!(
                         "UPDATE {} SET lease_until = clock_timestamp() + make_interval(secs => $3) \
-                         WHERE server = $1 AND lease_owner = $2 AND {RUNNING} \
-                         RETURNING task_id",
+                         WHERE server = $1 AND lease_owner = $2 AND task_id = ANY($4) \
+                         AND {RUNNING} RETURNING task_id",
                         t.tasks()
                     ),
-                    &[&server, &owner, &lease],
+                    &[&server, &owner, &lease, &task_ids],
                 )
                 .map_err(|e| t.db(&e))?;
             rows.iter()

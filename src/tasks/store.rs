@@ -191,11 +191,13 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(true)
     }
 
-    /// Renews this process's leases of `server`'s running tasks, and returns the tasks whose
-    /// lease it holds now: one that is missing was taken over by another process (or has
-    /// ended), and is not to be polled here any more.
-    fn renew(&self, server: &str) -> Result<Vec<TaskKey>, TaskStoreError> {
-        let _ = server;
+    /// Renews this process's leases of `server`'s running tasks `task_ids` (those it polls),
+    /// and returns those whose lease it holds now: one that is missing was taken over by
+    /// another process (or has ended), and is not to be polled here any more. A lease of this
+    /// process that is not named (a task it held before a restart under the same replica
+    /// name) is left to lapse, and to be taken over then.
+    fn renew(&self, server: &str, task_ids: &[String]) -> Result<Vec<TaskKey>, TaskStoreError> {
+        let _ = (server, task_ids);
         Ok(Vec::new())
     }
 

@@ -690,12 +690,13 @@ mod postgres_store {
         assert_eq!(a.lease(), Some(Duration::from_millis(300)));
         let r = record("fs", "t-1", 1);
         let identity = r.server_identity.clone();
+        let ids = [r.task_id.clone()];
         assert!(a.insert(&r).unwrap());
         assert!(a.claim(&r.key()).unwrap(), "its own");
         assert!(!b.claim(&r.key()).unwrap(), "a holds it");
         assert!(b.take_over("fs", &identity, 10).unwrap().is_empty());
-        assert_eq!(a.renew("fs").unwrap(), vec![r.key()]);
-        assert!(b.renew("fs").unwrap().is_empty());
+        assert_eq!(a.renew("fs", &ids).unwrap(), vec![r.key()]);
+        assert!(b.renew("fs", &ids).unwrap().is_empty());
         // `a` stops renewing (it died): `b` takes the task over once the lease lapses, and
         // only then.
         let taken = until(Duration::from_secs(5), || {
@@ -703,17 +704,36 @@ mod postgres_store {
             (!taken.is_empty()).then_some(taken)
         });
         assert_eq!(taken, vec![r.clone()], "the record, as stored");
-        assert!(a.renew("fs").unwrap().is_empty(), "a's lease is lost");
+        assert!(a.renew("fs", &ids).unwrap().is_empty(), "a's lease is lost");
         assert!(!a.claim(&r.key()).unwrap());
-        assert_eq!(b.renew("fs").unwrap(), vec![r.key()]);
+        assert_eq!(b.renew("fs", &ids).unwrap(), vec![r.key()]);
         // Another server's tasks, or another identity's, are not taken.
         assert!(b.take_over("other", &identity, 10).unwrap().is_empty());
         // An ended task has no lease: nobody polls it.
         b.finish(&r.key(), TaskStatus::Completed, Some("{}"))
             .unwrap();
-        assert!(b.renew("fs").unwrap().is_empty());
+        assert!(b.renew("fs", &ids).unwrap().is_empty());
         assert!(!a.claim(&r.key()).unwrap());
         assert!(!b.claim(&r.key()).unwrap());
+    }
+
+    #[test]
+    fn only_the_leases_named_are_renewed_and_the_others_lapse() {
+        // A replica restarted under its name does not follow the tasks it held before: their
+        // leases lapse, to be taken over, rather than being renewed for nobody.
+        let schema = schema();
+        let (a, b) = (replica(&schema, "a", 300), replica(&schema, "b", 300));
+        let (polled, orphan) = (record("fs", "t-1", 1), record("fs", "t-2", 2));
+        a.insert(&polled).unwrap();
+        a.insert(&orphan).unwrap();
+        let ids = [polled.task_id.clone()];
+        let taken = until(Duration::from_secs(5), || {
+            assert_eq!(a.renew("fs", &ids).unwrap(), vec![polled.key()]);
+            let taken = b.take_over("fs", &polled.server_identity, 10).unwrap();
+            (!taken.is_empty()).then_some(taken)
+        });
+        assert_eq!(taken, vec![orphan], "the one a did not renew");
+        assert!(a.renew("fs", &[]).unwrap().is_empty());
     }
 
     #[test]

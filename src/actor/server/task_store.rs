@@ -182,7 +182,7 @@ impl TaskPersistence {
         elsewhere: Vec<String>,
     ) -> LeaseTend {
         let mut tend = LeaseTend::default();
-        match self.store.renew(&self.server) {
+        match self.store.renew(&self.server, &here) {
             Ok(held) => {
                 let held: HashSet<&str> = held
                     .iter()
