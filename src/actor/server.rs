@@ -453,8 +453,18 @@ impl ServerActor {
             }
             Command::AskInput(ask) => self.ask_input(ask, ctx),
             Command::Persist(write) => {
-                if let Some(refused) = self.tasks.as_ref().and_then(|tasks| tasks.write(&write)) {
-                    self.session.store_refused(refused, self.clock.now());
+                let Some(tasks) = &self.tasks else {
+                    return;
+                };
+                match tasks.write(&write) {
+                    task_store::Written::Done => {}
+                    task_store::Written::Refused(refused) => {
+                        self.session.store_refused(refused, self.clock.now());
+                    }
+                    task_store::Written::Unrecorded { task_id, error } => {
+                        self.session
+                            .task_unrecorded(&task_id, &error, self.clock.now());
+                    }
                 }
             }
             Command::Resume(resumption) => self.session.resume(resumption, self.clock.now()),

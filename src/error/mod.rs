@@ -256,11 +256,14 @@ pub enum Error {
         message: Option<String>,
     },
 
-    /// The server ran the call as a task, and no longer knows it: it was restarted without
-    /// keeping its tasks, or the task's time to live passed. Whether the tool ran, and how far,
-    /// is unknown (as with [`ErrorKind::OutcomeUnknown`], its kind): check before running it
-    /// again. It was not run again by us.
-    #[error("server `{server}`: outcome of tools/call {tool} is unknown: the server no longer knows its task `{task_id}` ({reason})")]
+    /// The server ran the call as a task, and its outcome cannot reach this caller: the
+    /// server no longer knows it (restarted without keeping its tasks, or the task's time to
+    /// live passed), or its outcome went to another caller (on another replica), or a task
+    /// store shared by replicas could not record it, so that it is not followed. `reason` says
+    /// which. Whether the tool ran, and how far, is unknown (as with
+    /// [`ErrorKind::OutcomeUnknown`], its kind): check before running it again. It was not run
+    /// again by us.
+    #[error("server `{server}`: outcome of tools/call {tool} is unknown: its task `{task_id}` is lost to this caller ({reason})")]
     TaskLost {
         /// Server name.
         server: String,

@@ -597,7 +597,7 @@ impl TaskTable {
                     server: self.server.to_string(),
                     tool,
                     task_id: server_text(id),
-                    reason: message.clone(),
+                    reason: format!("the server no longer knows it: {message}"),
                 };
                 tracing::warn!(server = %self.server, task = %server_text(id), error = %lost, "the server no longer knows a task");
                 return self.end(id, Err(lost));
@@ -895,6 +895,16 @@ impl TaskTable {
         task.elsewhere = true;
         task.next_poll = None;
         task.covered = false;
+    }
+
+    /// Task `id` could not be recorded (see `Session::task_unrecorded`): it leaves the table,
+    /// with the callers that waited for it.
+    pub fn unrecorded(&mut self, id: &str) -> Option<(TaskHandle, Vec<u64>)> {
+        let task = self.tasks.remove(id)?;
+        for waiter in &task.waiters {
+            self.waiting.remove(waiter);
+        }
+        Some((task.handle, task.waiters))
     }
 
     /// Task `id`, which another replica polled, ended there with `outcome` (an error for one
@@ -1462,6 +1472,44 @@ impl Session {
             }
             _ => {}
         }
+    }
+
+    /// The task store shared by the replicas could not record new task `task_id` (the
+    /// database is unreachable): it is not followed, since this replica polls only while its
+    /// leases hold and no other replica knows the task. Its callers are answered at once,
+    /// `TaskLost` (the task may run on the server; its outcome is unknown to us), rather than
+    /// at their deadline; a `StartTask` waiting for the record is answered so too.
+    pub fn task_unrecorded(
+        &mut self,
+        task_id: &str,
+        error: &crate::tasks::TaskStoreError,
+        now: Instant,
+    ) {
+        let Some((handle, mut callers)) = self.tasks.unrecorded(task_id) else {
+            return;
+        };
+        self.commands.retain(|command| match command {
+            Command::Resume(Resumption::Started { key, handle }) if handle.task_id == task_id => {
+                callers.push(*key);
+                false
+            }
+            _ => true,
+        });
+        crate::telemetry::task_ended(&self.name, "lost");
+        for caller in callers {
+            let error = Error::TaskLost {
+                server: self.name.to_string(),
+                tool: handle.tool.clone(),
+                task_id: server_text(task_id),
+                reason: format!(
+                    "the task store shared by the replicas could not record it, so it is not \
+                     followed: {error}"
+                ),
+            };
+            self.calls.answer_call(caller, Err(error));
+        }
+        self.rearm_task_polls(now);
+        self.listen_for_tasks(now);
     }
 
     /// Follows the tasks a store kept for this server (after a restart of this process): a

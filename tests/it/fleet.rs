@@ -374,7 +374,8 @@ async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_
     for (replica, n) in replicas.iter_mut().skip(1).zip([333, 333]) {
         started.push(replica.start_tasks(n, 3000).await);
     }
-    let orphans = replicas[0].start_tasks(334, 3000).await;
+    // Long enough to be running still when r0 dies, however slow the 334 starts.
+    let orphans = replicas[0].start_tasks(334, 8000).await;
     assert_eq!(server.stats().task_ids().len(), 1000);
     // r0 dies with its 334 tasks running; each other awaits its own and half of r0's.
     let r0 = replicas.remove(0);
@@ -416,4 +417,47 @@ async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_
     }
     assert_eq!(taken, orphans.len(), "every task of r0 was taken over");
     assert_eq!(server.stats().task_ids().len(), 1000, "each tool ran once");
+}
+
+/// A store shared by replicas that cannot record a new task fails the task's call at once,
+/// with a typed error, rather than at its deadline; calls that need no store go on.
+#[actix::test]
+async fn with_the_database_failing_a_task_fails_at_once_and_other_calls_go_on() {
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    let schema = schema("failing");
+    let store = PostgresTaskStore::connect_in(&target(), &schema)
+        .unwrap()
+        .lease_time(Duration::from_secs(1));
+    let (events, recipient) = Events::start();
+    let sup = Supervisor::builder()
+        .settings(quick_settings())
+        .server(ServerConfig::http("web", server.url()))
+        .task_store(Arc::new(store))
+        .subscriber(recipient)
+        .start()
+        .unwrap();
+    events.ready("web", 1).await;
+    // Every statement of the store fails from now on, as with a database that is gone. (On a
+    // thread: the client runs a runtime of its own.)
+    let drop = format!("DROP SCHEMA \"{schema}\" CASCADE");
+    std::thread::spawn(move || {
+        let mut admin = ::postgres::Client::connect(&target(), ::postgres::NoTls).unwrap();
+        admin.batch_execute(&drop).unwrap();
+    })
+    .join()
+    .unwrap();
+    let start = StartTask::new("web", "job", json!({"ms": 100})).timeout(Duration::from_secs(60));
+    let error = sup.send(start).await.unwrap().expect_err("not recorded");
+    assert_eq!(
+        error.kind(),
+        mcp_supervisor::ErrorKind::OutcomeUnknown,
+        "{error}"
+    );
+    assert!(error.to_string().contains("could not record"), "{error}");
+    let listed = sup
+        .send(mcp_supervisor::Call::new("web", "tools/list", None))
+        .await
+        .unwrap()
+        .expect("no store needed");
+    assert!(listed["tools"].is_array(), "{listed}");
 }

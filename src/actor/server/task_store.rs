@@ -24,6 +24,19 @@ use crate::tasks::{
 /// Tasks taken over in one tending of the leases at most; the rest wait for the next.
 const MAX_TAKEN_PER_TEND: usize = 256;
 
+/// What became of a write (see [`TaskPersistence::write`]).
+pub(crate) enum Written {
+    /// Recorded (or, failing, logged: the task goes on in memory).
+    Done,
+    /// This part was recorded already, by another follower of the task.
+    Refused(TaskWrite),
+    /// A new task the store shared by replicas could not record.
+    Unrecorded {
+        task_id: String,
+        error: TaskStoreError,
+    },
+}
+
 /// A server's tasks in the application's store.
 pub(crate) struct TaskPersistence {
     store: Arc<dyn TaskStore>,
@@ -46,8 +59,11 @@ impl TaskPersistence {
 
     /// Records `write`; a failure is logged (the task goes on in memory). Returns the part the
     /// store refused because it was recorded already (by another follower of the task): input
-    /// keys answered, an outcome taken.
-    pub fn write(&self, write: &TaskWrite) -> Option<TaskWrite> {
+    /// keys answered, an outcome taken, a task whose lease another replica holds. With a store
+    /// shared by replicas, a new task the store could not record is
+    /// [`Unrecorded`](Written::Unrecorded): it cannot go on in this replica's memory alone,
+    /// which polls only while its leases hold.
+    pub fn write(&self, write: &TaskWrite) -> Written {
         let mut refused = None;
         let done = match write {
             TaskWrite::Created {
@@ -151,10 +167,20 @@ impl TaskPersistence {
                 self.store.remove(&self.key(task_id)).map(|_| ())
             }
         };
-        if let Err(error) = done {
-            tracing::warn!(server = %self.server, error = %error, "the task store could not record a task's step; the task goes on in memory");
+        match (done, write) {
+            (Err(error), TaskWrite::Created { handle, .. }) if self.store.lease().is_some() => {
+                tracing::warn!(server = %self.server, task = %server_text(&handle.task_id), error = %error, "the task store shared by the replicas could not record a new task; its callers are told, and it is not followed");
+                Written::Unrecorded {
+                    task_id: handle.task_id.clone(),
+                    error,
+                }
+            }
+            (Err(error), _) => {
+                tracing::warn!(server = %self.server, error = %error, "the task store could not record a task's step; the task goes on in memory");
+                Written::Done
+            }
+            (Ok(()), _) => refused.map_or(Written::Done, Written::Refused),
         }
-        refused
     }
 
     /// Whether the store says task `task_id`'s outcome was delivered already.

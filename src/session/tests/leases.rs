@@ -195,3 +195,27 @@ fn a_lost_lease_stops_the_polls_and_a_task_taken_over_is_polled() {
         "its caller here gets it"
     );
 }
+
+#[test]
+fn a_task_the_shared_store_cannot_record_is_answered_at_once_not_at_the_deadline() {
+    let mut h = leased_session();
+    h.tend(Some(Duration::from_secs(60)), LeaseTend::default());
+    h.unrecorded = true;
+    let waiting = h.start_job("t-1", true);
+    let started = h.start_job("t-2", false);
+    for answer in [waiting, started] {
+        let Some(Err(error)) = answer.take() else {
+            panic!("answered at once, with an error")
+        };
+        assert_eq!(error.kind(), ErrorKind::OutcomeUnknown, "{error}");
+        assert!(error.to_string().contains("could not record"), "{error}");
+    }
+    h.advance(Duration::from_secs(2));
+    assert!(polls(&h).is_empty(), "not followed");
+    assert!(h.session.task_infos(h.now).is_empty());
+    // A call that needs no store goes on as ever.
+    let echo = h.call(tool("echo"));
+    let sent = h.written();
+    h.answer(&sent[0], json!({"content": []}));
+    assert!(matches!(echo.take(), Some(Ok(_))));
+}

@@ -46,6 +46,8 @@ struct Harness {
     refusing: bool,
     /// The store says another replica holds the lease of every task followed again.
     elsewhere: bool,
+    /// The store (shared by replicas) cannot record new tasks: the database is unreachable.
+    unrecorded: bool,
     other: Vec<Command>,
 }
 
@@ -110,6 +112,7 @@ impl Harness {
             persisted: Vec::new(),
             refusing: false,
             elsewhere: false,
+            unrecorded: false,
             other: Vec::new(),
         };
         h.session.start(now);
@@ -135,6 +138,14 @@ impl Harness {
                     }
                     if self.elsewhere && matches!(write, TaskWrite::Created { .. }) {
                         self.session.store_refused(write.clone(), self.now);
+                    }
+                    if let (true, TaskWrite::Created { handle, .. }) = (self.unrecorded, &write) {
+                        let error = crate::tasks::TaskStoreError::Database {
+                            path: "postgresql://db/x".into(),
+                            message: "the connection to the database is closed".into(),
+                        };
+                        self.session
+                            .task_unrecorded(&handle.task_id, &error, self.now);
                     }
                     self.persisted.push(write);
                 }
