@@ -232,6 +232,8 @@ pub struct ServerActor {
     identity: String,
     /// Replaced by the generation of this epoch (`Drain`): what it hands over is for it.
     successor: Option<u64>,
+    /// The task leases were given up (it stopped for good).
+    leases_released: bool,
     _gone: Option<GoneNotice>,
 }
 
@@ -277,6 +279,7 @@ impl ServerActor {
             succession: None,
             identity,
             successor: None,
+            leases_released: false,
             _gone: None,
         }
     }
@@ -413,6 +416,8 @@ impl ServerActor {
             .into_actor(self)
             .map(|_, act, ctx| {
                 act.pass_on_stranded();
+                // Before `Shutdown` answers: whoever stops a replica may count on it.
+                act.release_leases();
                 act.stopped.send_replace(true);
                 ctx.stop();
             }),
@@ -673,6 +678,18 @@ impl ServerActor {
 }
 
 impl ServerActor {
+    /// Gives this server's task leases up unless a successor holds them (see `stopped`);
+    /// once only.
+    fn release_leases(&mut self) {
+        if self.successor.is_some() || self.leases_released {
+            return;
+        }
+        if let Some(tasks) = &self.tasks {
+            self.leases_released = true;
+            tasks.release();
+        }
+    }
+
     /// Renews this replica's task leases, takes over lapsed ones, and delivers what ended on
     /// other replicas for callers here (a task store shared by replicas; see
     /// [`lease`](crate::session::lease)).
@@ -686,7 +703,10 @@ impl ServerActor {
         let started = self.clock.now();
         let here = self.session.tasks_polled_here();
         let elsewhere = self.session.tasks_followed_elsewhere();
-        let tend = tasks.tend(started, lease, here, elsewhere);
+        let staying = !self.draining
+            && self.successor.is_none()
+            && *self.session.state() != ServerState::Stopped;
+        let tend = tasks.tend(started, lease, here, elsewhere, staying);
         self.session.leases_tended(tend, self.clock.now());
         self.drive(ctx);
     }
@@ -695,13 +715,15 @@ impl ServerActor {
 impl Actor for ServerActor {
     type Context = Context<Self>;
 
+    /// A server that stops for good gives its tasks' leases up, for another replica to take
+    /// them at once rather than when they lapse. A generation being replaced leaves them to
+    /// its successor, which holds them under the same replica name.
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        self.release_leases();
+    }
+
     fn started(&mut self, ctx: &mut Context<Self>) {
         if let Some(tasks) = &self.tasks {
-            let kept = tasks.restore();
-            if !kept.is_empty() {
-                tracing::info!(server = %self.session.name(), tasks = kept.len(), "following the tasks the task store kept");
-            }
-            self.session.restore_tasks(kept, self.clock.now());
             if let Some(lease) = tasks.lease() {
                 // Replicas share the store: a third of a lease between tendings leaves two
                 // to renew in before another replica may take the tasks.
@@ -709,6 +731,11 @@ impl Actor for ServerActor {
                 let every = (lease / 3).max(Duration::from_millis(10));
                 ctx.run_interval(every, |act, ctx| act.tend_leases(ctx));
             }
+            let kept = tasks.restore();
+            if !kept.is_empty() {
+                tracing::info!(server = %self.session.name(), tasks = kept.len(), "following the tasks the task store kept");
+            }
+            self.session.restore_tasks(kept, self.clock.now());
         }
         self.tend_leases(ctx);
         self.session.start(self.clock.now());

@@ -31,6 +31,17 @@ pub(crate) enum Leases {
 }
 
 impl Leases {
+    /// The leases that hold no longer than either (tasks handed from one generation to the
+    /// next hold only as long as the old one's leases did, until a renewal of the new one).
+    pub fn earliest(self, other: Leases) -> Leases {
+        match (self, other) {
+            (Leases::Held { until: a }, Leases::Held { until: b }) => Leases::Held {
+                until: a.zip(b).map(|(a, b)| a.min(b)),
+            },
+            (Leases::None, held) | (held, Leases::None) => held,
+        }
+    }
+
     /// Whether a poll due at `at` may go out.
     pub fn admits(self, at: Instant) -> bool {
         match self {
@@ -107,5 +118,31 @@ impl Session {
         self.tasks.polled_elsewhere(id);
         self.rearm_task_polls(now);
         self.listen_for_tasks(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn handed_tasks_hold_no_longer_than_the_old_generations_leases() {
+        let now = Instant::now();
+        let (soon, later) = (now + Duration::from_secs(1), now + Duration::from_secs(9));
+        let held = |until| Leases::Held { until };
+        assert_eq!(
+            held(Some(later)).earliest(held(Some(soon))),
+            held(Some(soon))
+        );
+        assert_eq!(
+            held(Some(later)).earliest(held(None)),
+            held(None),
+            "never renewed"
+        );
+        assert_eq!(Leases::None.earliest(Leases::None), Leases::None);
+        assert!(!held(Some(soon)).admits(soon), "up to, not at, the end");
+        assert!(held(Some(soon)).admits(now));
+        assert!(Leases::None.admits(later));
     }
 }

@@ -82,6 +82,9 @@ pub(crate) enum TaskWrite {
         /// The digest of the call's arguments, when the call is known.
         arguments_digest: String,
         poll_interval: Option<Duration>,
+        /// Followed from a handle (`AwaitTask`), not made by a call of this session: the
+        /// store may know it already, another replica may poll it.
+        followed: bool,
     },
     /// What the server says of a running task changed.
     Status {
@@ -250,6 +253,9 @@ pub(crate) struct TaskHandover {
     waiting: HashMap<u64, String>,
     kept: VecDeque<(TaskHandle, Result<Value, Error>)>,
     delivered: VecDeque<String>,
+    /// Until when the old generation's leases of the tasks hold: the new one polls them no
+    /// longer unless its own renewal of them says so.
+    leases: Leases,
 }
 
 impl TaskHandover {
@@ -358,6 +364,7 @@ impl TaskTable {
             handle: task.handle.clone(),
             arguments_digest,
             poll_interval: task.poll_interval,
+            followed: false,
         });
         self.tasks.insert(id.clone(), task);
         if let Some(waiter) = waiter {
@@ -533,6 +540,16 @@ impl TaskTable {
     /// The tasks due to be asked at `now`; each is marked as being asked.
     pub fn due(&mut self, now: Instant) -> Vec<String> {
         let mut due = Vec::new();
+        // When the poll goes out is what counts, not when it was due: a timer that fires late
+        // (the actor was busy, a renewal blocked) finds the leases lapsed, and sends nothing.
+        if !self.leases.admits(now) {
+            // And none is planned until a renewal: a timer for a poll that was due before the
+            // leases' end would fire again at once, for ever.
+            if let Leases::Held { until } = &mut self.leases {
+                *until = None;
+            }
+            return due;
+        }
         while let Some(at) = self.next_due().filter(|at| *at <= now) {
             let Some(Reverse((_, id))) = self.polls.pop() else {
                 break;
@@ -802,6 +819,7 @@ impl TaskTable {
             handle: task.handle.clone(),
             arguments_digest: String::new(),
             poll_interval: None,
+            followed: true,
         });
         self.tasks.insert(id.clone(), task);
         self.waiting.insert(waiter, id.clone());
@@ -858,6 +876,11 @@ impl TaskTable {
             Leases::None => None,
             Leases::Held { until } => Some(until),
         }
+    }
+
+    /// Whether another replica polls task `id`.
+    pub fn is_elsewhere(&self, id: &str) -> bool {
+        self.tasks.get(id).is_some_and(|t| t.elsewhere)
     }
 
     /// The running tasks polled here (their lease is this replica's).
@@ -968,6 +991,7 @@ impl TaskTable {
             waiting,
             kept: std::mem::take(&mut self.kept),
             delivered: self.delivered.clone(),
+            leases: self.leases,
         }
     }
 
@@ -997,6 +1021,7 @@ impl TaskTable {
     /// task this table follows already (restored from the store meanwhile) keeps its state
     /// here and takes the other's callers and answered input keys.
     pub fn take_over(&mut self, handover: TaskHandover, now: Instant) {
+        self.leases = self.leases.earliest(handover.leases);
         for (id, mut task) in handover.tasks {
             if let Some(here) = self.tasks.get_mut(&id) {
                 here.waiters.append(&mut task.waiters);
@@ -1675,6 +1700,11 @@ impl Session {
     /// Fetches an experimental task's outcome (`tasks/result`): it answers once the task
     /// ended, so it may wait as long as the task lives (its time to live, or an hour).
     fn fetch_result(&mut self, task_id: &str, now: Instant) {
+        // The replica that holds the lease fetches it (an answer to a poll sent before the
+        // lease went elsewhere asks for it too).
+        if self.tasks.is_elsewhere(task_id) {
+            return;
+        }
         let params = tasks::task_params(task_id);
         let mut call = self.own_call("tasks/result", params, RetryPolicy::Always);
         let lives = self.tasks.handle(task_id).and_then(|h| h.ttl);

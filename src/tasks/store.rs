@@ -157,6 +157,21 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The record of a task.
     fn get(&self, key: &TaskKey) -> Result<Option<TaskRecord>, TaskStoreError>;
 
+    /// The records of `server`'s tasks `task_ids` that are stored (in no particular order):
+    /// [`get`](Self::get) of each, in one round trip where the store can (a replica looks up
+    /// every task another polls at each tending of its leases).
+    fn get_many(
+        &self,
+        server: &str,
+        task_ids: &[String],
+    ) -> Result<Vec<TaskRecord>, TaskStoreError> {
+        let mut records = Vec::new();
+        for id in task_ids {
+            records.extend(self.get(&TaskKey::new(server, id.as_str()))?);
+        }
+        Ok(records)
+    }
+
     /// The records of one server's tasks, or of all, oldest first (by `created_at`). At most
     /// the store's bound of tasks.
     fn list(&self, server: Option<&str>) -> Result<Vec<TaskRecord>, TaskStoreError>;

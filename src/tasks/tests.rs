@@ -74,8 +74,24 @@ macro_rules! store_suite {
             fn missing_tasks() {
                 missing_tasks_(&store());
             }
+            #[test]
+            fn many_are_got_at_once() {
+                many_are_got_at_once_(&store());
+            }
         }
     };
+}
+
+fn many_are_got_at_once_(store: &impl TaskStore) {
+    let (a, b) = (record("fs", "t-1", 1), record("fs", "t-2", 2));
+    store.insert(&a).unwrap();
+    store.insert(&b).unwrap();
+    store.insert(&record("other", "t-1", 3)).unwrap();
+    let ids = ["t-2".to_owned(), "t-1".to_owned(), "t-9".to_owned()];
+    let mut got = store.get_many("fs", &ids).unwrap();
+    got.sort_by(|x, y| x.task_id.cmp(&y.task_id));
+    assert_eq!(got, vec![a, b], "the stored ones, of that server only");
+    assert!(store.get_many("fs", &[]).unwrap().is_empty());
 }
 
 store_suite!(memory, |max| MemoryTaskStore::new().max_tasks(max));

@@ -178,13 +178,6 @@ impl Handler<Shutdown> for ServerActor {
         let mut stopped = self.stopped.subscribe();
         // The first Shutdown stops the server; later ones wait for the same end.
         self.stop_server(ctx);
-        // Its tasks are another replica's at once, not when their leases lapse (a generation
-        // being replaced leaves them to its successor, which holds them under the same name).
-        if self.successor.is_none() {
-            if let Some(tasks) = &self.tasks {
-                tasks.release();
-            }
-        }
         // Not tied to the actor's context, so that it answers after the actor has stopped;
         // should the actor die first, the sender's drop ends the wait too.
         Box::pin(async move {

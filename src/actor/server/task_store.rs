@@ -7,7 +7,7 @@
 //! asked about on another server that took the name. A write that fails is logged and the
 //! task goes on in memory: the call it belongs to is not failed for the store's sake.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -70,6 +70,7 @@ impl TaskPersistence {
                 handle,
                 arguments_digest,
                 poll_interval,
+                ..
             } => {
                 let mut record = TaskRecord::new(
                     self.server.clone(),
@@ -167,8 +168,15 @@ impl TaskPersistence {
                 self.store.remove(&self.key(task_id)).map(|_| ())
             }
         };
+        let leasing = self.store.lease().is_some();
         match (done, write) {
-            (Err(error), TaskWrite::Created { handle, .. }) if self.store.lease().is_some() => {
+            // A task followed from a handle is most likely another replica's, polled there:
+            // looked for in the store from now on, and taken over if its lease lapses.
+            (Err(error), TaskWrite::Created { followed: true, .. }) if leasing => {
+                tracing::warn!(server = %self.server, error = %error, "the task store shared by the replicas could not be asked who polls an awaited task; it is looked for there later");
+                Written::Refused(write.clone())
+            }
+            (Err(error), TaskWrite::Created { handle, .. }) if leasing => {
                 tracing::warn!(server = %self.server, task = %server_text(&handle.task_id), error = %error, "the task store shared by the replicas could not record a new task; its callers are told, and it is not followed");
                 Written::Unrecorded {
                     task_id: handle.task_id.clone(),
@@ -206,6 +214,7 @@ impl TaskPersistence {
         lease: Duration,
         here: Vec<String>,
         elsewhere: Vec<String>,
+        take_over: bool,
     ) -> LeaseTend {
         let mut tend = LeaseTend::default();
         match self.store.renew(&self.server, &here) {
@@ -216,13 +225,15 @@ impl TaskPersistence {
                     .map(TaskKey::task_id)
                     .collect();
                 crate::telemetry::task_leases_renewed(&self.server, Some(held.len()));
-                // Counted from before the renewal: the store counts from the renewal itself.
-                tend.hold_until = started.checked_add(lease);
-                // A task the store does not have (its insert failed) is this replica's alone.
+                // Counted from before the renewal (the store counts from the renewal itself),
+                // less a fifth for a clock that runs slow against the database's.
+                tend.hold_until = started.checked_add(lease.saturating_sub(lease / 5));
+                // A task the store does not have (its insert failed) is this replica's alone;
+                // one the store cannot be asked about is not (it may be another's now).
                 tend.lost = here
                     .into_iter()
                     .filter(|id| !held.contains(id.as_str()))
-                    .filter(|id| matches!(self.store.get(&self.key(id)), Ok(Some(_))))
+                    .filter(|id| !matches!(self.store.get(&self.key(id)), Ok(None)))
                     .collect();
             }
             Err(error) => {
@@ -230,27 +241,47 @@ impl TaskPersistence {
                 tracing::warn!(server = %self.server, error = %error, "the task store did not renew this replica's task leases; their polls stop when the leases lapse");
             }
         }
-        match self
-            .store
-            .take_over(&self.server, &self.identity, MAX_TAKEN_PER_TEND)
-        {
+        // A generation that drains or stops takes nothing on: it would only keep the tasks
+        // from the replicas that go on.
+        let taken = match take_over {
+            true => self
+                .store
+                .take_over(&self.server, &self.identity, MAX_TAKEN_PER_TEND),
+            false => Ok(Vec::new()),
+        };
+        match taken {
             Ok(records) => tend.taken = records.into_iter().map(|r| self.restored(r)).collect(),
             Err(error) => {
                 tracing::warn!(server = %self.server, error = %error, "the task store could not be asked for tasks whose lease lapsed");
             }
         }
         crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
-        for id in elsewhere.iter().chain(&tend.lost) {
-            if let Some(outcome) = self.ended_elsewhere(id) {
-                tend.ended.push((id.clone(), outcome));
+        let looked_up: Vec<String> = elsewhere.into_iter().chain(tend.lost.clone()).collect();
+        match self.store.get_many(&self.server, &looked_up) {
+            Ok(records) => {
+                let by_id: HashMap<&str, &TaskRecord> =
+                    records.iter().map(|r| (r.task_id.as_str(), r)).collect();
+                for id in &looked_up {
+                    if let Some(outcome) = self.ended_elsewhere(id, by_id.get(id.as_str()).copied())
+                    {
+                        tend.ended.push((id.clone(), outcome));
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(server = %self.server, error = %error, "the task store could not be read for the tasks other replicas poll");
             }
         }
         tend
     }
 
-    /// The outcome of task `id`, polled by another replica, if it ended there: `None` while
-    /// it runs (or the store cannot say).
-    fn ended_elsewhere(&self, id: &str) -> Option<Result<Value, Error>> {
+    /// The outcome of task `id`, polled by another replica, if it ended there (`record`, as
+    /// stored): `None` while it runs.
+    fn ended_elsewhere(
+        &self,
+        id: &str,
+        record: Option<&TaskRecord>,
+    ) -> Option<Result<Value, Error>> {
         let lost = |tool: &str, reason: &str| {
             Some(Err(Error::TaskLost {
                 server: self.server.clone(),
@@ -259,9 +290,13 @@ impl TaskPersistence {
                 reason: reason.to_owned(),
             }))
         };
-        match self.store.get(&self.key(id)) {
-            Ok(Some(record)) if !record.status.is_terminal() => None,
-            Ok(Some(record)) => match (&record.outcome, record.delivered) {
+        match record {
+            Some(record) if record.server_identity != self.identity => lost(
+                &record.tool,
+                "the task store has a task of this id from another server",
+            ),
+            Some(record) if !record.status.is_terminal() => None,
+            Some(record) => match (&record.outcome, record.delivered) {
                 (Some(outcome), false) => Some(crate::session::tasks::outcome_of(
                     &self.server,
                     id,
@@ -273,11 +308,7 @@ impl TaskPersistence {
                     "its outcome was delivered already, by another replica",
                 ),
             },
-            Ok(None) => lost("", "the task store no longer has it"),
-            Err(error) => {
-                tracing::warn!(server = %self.server, task = %server_text(id), error = %error, "the task store could not be read for a task another replica polls");
-                None
-            }
+            None => lost("", "the task store no longer has it"),
         }
     }
 
@@ -319,7 +350,7 @@ impl TaskPersistence {
             .into_iter()
             .filter(|r| r.server_identity == self.identity && !r.delivered)
             .filter(|r| r.expires_at().is_none_or(|at| at > now))
-            .filter(|r| !leasing || r.status.is_terminal())
+            .filter(|r| !leasing || (r.status.is_terminal() && r.outcome.is_some()))
             .map(|record| self.restored(record))
             .collect()
     }

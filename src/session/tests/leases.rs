@@ -219,3 +219,21 @@ fn a_task_the_shared_store_cannot_record_is_answered_at_once_not_at_the_deadline
     h.answer(&sent[0], json!({"content": []}));
     assert!(matches!(echo.take(), Some(Ok(_))));
 }
+
+#[test]
+fn a_poll_whose_timer_fires_after_the_leases_lapsed_is_not_sent() {
+    // The actor was busy (a renewal that blocked on the database) past the leases' end: the
+    // poll that was due before it does not go out late.
+    let mut h = leased_session();
+    h.tend(Some(Duration::from_secs(1)), LeaseTend::default());
+    let _answer = h.start_job("t-1", true);
+    let due = h.session.poll_timeout().expect("a poll is planned");
+    assert!(due < h.now + Duration::from_secs(1));
+    h.now += Duration::from_secs(3);
+    h.session.handle_timeout(h.now);
+    h.drive();
+    assert!(polls(&h).is_empty(), "sent after the leases' end");
+    h.tend(Some(Duration::from_secs(1)), LeaseTend::default());
+    h.advance(MS);
+    assert_eq!(polls(&h).len(), 1, "renewed: sent");
+}
