@@ -27,10 +27,7 @@ macro_rules! test_alone {
 /// `module_path!()`, `name` its function's name) and passes if the child ran it and it passed.
 pub fn run(module: &str, name: &str, test: impl FnOnce()) {
     // The test's path in the binary: the module path without the crate's name.
-    let path = match module.split_once("::") {
-        Some((_crate, module)) => format!("{module}::{name}"),
-        None => name.to_owned(),
-    };
+    let path = super::rerun::test_path(module, name);
     match std::env::var(ALONE) {
         Ok(alone) if alone == path => return test(),
         Ok(other) => panic!("{ALONE}={other}: this child runs {other}, not {path}"),

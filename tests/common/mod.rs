@@ -11,6 +11,7 @@ pub mod http_server;
 pub mod interop;
 pub mod logs;
 pub mod oauth_server;
+pub mod rerun;
 pub mod sse_server;
 
 use std::path::{Path, PathBuf};

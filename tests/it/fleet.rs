@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +23,7 @@ use mcp_supervisor::{AwaitTask, ServerConfig, StartTask, Supervisor, TaskStart};
 use serde_json::json;
 
 use crate::common::http_server::{Era, TestHttpServer};
+use crate::common::rerun;
 use crate::common::*;
 
 /// In a replica's environment: what it is, as `url|target|schema|name|lease_ms`.
@@ -40,14 +41,6 @@ fn target() -> String {
              connection string (`.ci/postgres` starts one)"
         )
     })
-}
-
-/// The test's path in this binary, for `--exact`.
-fn test_path(name: &str) -> String {
-    match module_path!().split_once("::") {
-        Some((_binary, module)) => format!("{module}::{name}"),
-        None => name.to_owned(),
-    }
 }
 
 // The replica's side.
@@ -166,26 +159,13 @@ impl Replica {
         schema: &str,
         lease: Duration,
     ) -> Replica {
-        let exe = std::env::current_exe().expect("the test binary's path");
         let spec = format!(
             "{}|{}|{schema}|{name}|{}",
             server.url(),
             target(),
             lease.as_millis()
         );
-        let mut child = Command::new(exe)
-            .args([
-                &test_path(test),
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD, spec)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the test binary starts again");
+        let mut child = rerun::start(module_path!(), test, CHILD, spec);
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = tokio::sync::mpsc::unbounded_channel();

@@ -13,7 +13,7 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
@@ -37,14 +37,6 @@ const STEPS: usize = 6;
 
 fn key() -> TaskKey {
     TaskKey::new("fs", "task-1")
-}
-
-/// The test's path in this binary, for `--exact`.
-fn test_path(name: &str) -> String {
-    match module_path!().split_once("::") {
-        Some((_binary, module)) => format!("{module}::{name}"),
-        None => name.to_owned(),
-    }
 }
 
 // The child's side.
@@ -147,20 +139,7 @@ struct Running {
 }
 
 fn start(test: &str, path: &Path) -> Running {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args([
-            &test_path(test),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the test binary starts again");
+    let mut child = crate::common::rerun::start(module_path!(), test, CHILD, path);
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, lines) = mpsc::channel();
