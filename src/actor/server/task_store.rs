@@ -217,6 +217,8 @@ impl TaskPersistence {
         take_over: bool,
     ) -> LeaseTend {
         let mut tend = LeaseTend::default();
+        // Tasks polled here whose lease the renewal did not return.
+        let mut unheld = Vec::new();
         match self.store.renew(&self.server, &here) {
             Ok(held) => {
                 let held: HashSet<&str> = held
@@ -228,12 +230,9 @@ impl TaskPersistence {
                 // Counted from before the renewal (the store counts from the renewal itself),
                 // less a fifth for a clock that runs slow against the database's.
                 tend.hold_until = started.checked_add(lease.saturating_sub(lease / 5));
-                // A task the store does not have (its insert failed) is this replica's alone;
-                // one the store cannot be asked about is not (it may be another's now).
-                tend.lost = here
+                unheld = here
                     .into_iter()
                     .filter(|id| !held.contains(id.as_str()))
-                    .filter(|id| !matches!(self.store.get(&self.key(id)), Ok(None)))
                     .collect();
             }
             Err(error) => {
@@ -243,25 +242,30 @@ impl TaskPersistence {
         }
         // A generation that drains or stops takes nothing on: it would only keep the tasks
         // from the replicas that go on.
-        let taken = match take_over {
-            true => self
+        if take_over {
+            match self
                 .store
-                .take_over(&self.server, &self.identity, MAX_TAKEN_PER_TEND),
-            false => Ok(Vec::new()),
-        };
-        match taken {
-            Ok(records) => tend.taken = records.into_iter().map(|r| self.restored(r)).collect(),
-            Err(error) => {
-                tracing::warn!(server = %self.server, error = %error, "the task store could not be asked for tasks whose lease lapsed");
+                .take_over(&self.server, &self.identity, MAX_TAKEN_PER_TEND)
+            {
+                Ok(records) => {
+                    tend.taken = records.into_iter().map(|r| self.restored(r)).collect();
+                }
+                Err(error) => {
+                    tracing::warn!(server = %self.server, error = %error, "the task store could not be asked for tasks whose lease lapsed");
+                }
             }
         }
-        crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
-        let looked_up: Vec<String> = elsewhere.into_iter().chain(tend.lost.clone()).collect();
+        let looked_up: Vec<String> = unheld.iter().chain(&elsewhere).cloned().collect();
         match self.store.get_many(&self.server, &looked_up) {
             Ok(records) => {
                 let by_id: HashMap<&str, &TaskRecord> =
                     records.iter().map(|r| (r.task_id.as_str(), r)).collect();
-                for id in &looked_up {
+                // A task the store does not have (its insert failed) is this replica's alone.
+                tend.lost = unheld
+                    .into_iter()
+                    .filter(|id| by_id.contains_key(id.as_str()))
+                    .collect();
+                for id in elsewhere.iter().chain(&tend.lost) {
                     if let Some(outcome) = self.ended_elsewhere(id, by_id.get(id.as_str()).copied())
                     {
                         tend.ended.push((id.clone(), outcome));
@@ -269,9 +273,13 @@ impl TaskPersistence {
                 }
             }
             Err(error) => {
+                // One the store cannot be asked about is not this replica's: it may be
+                // another's now.
+                tend.lost = unheld;
                 tracing::warn!(server = %self.server, error = %error, "the task store could not be read for the tasks other replicas poll");
             }
         }
+        crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
         tend
     }
 
