@@ -26,7 +26,8 @@ use crate::common::http_server::{Era, TestHttpServer};
 use crate::common::rerun;
 use crate::common::*;
 
-/// In a replica's environment: what it is, as `url|target|schema|name|lease_ms`.
+/// In a replica's environment: what it is, as `url|schema|name|lease_ms` (the database is
+/// the parent's, `MCP_SUPERVISOR_TEST_POSTGRES`, inherited).
 const CHILD: &str = "MCP_TEST_FLEET_REPLICA";
 /// What starts each line a replica writes (searched for anywhere in a line, as the test
 /// harness may write its own text before it).
@@ -41,6 +42,32 @@ fn target() -> String {
              connection string (`.ci/postgres` starts one)"
         )
     })
+}
+
+/// A supervisor of `web` at `url`, its tasks in the store of replica `name` (whose requests
+/// say `X-Replica: <name>`) on `schema` with leases of `lease`, Ready; and its events.
+async fn supervise(
+    url: String,
+    schema: &str,
+    name: &str,
+    lease: Duration,
+    settings: mcp_supervisor::Settings,
+) -> (actix::Addr<Supervisor>, Events) {
+    let store = PostgresTaskStore::connect_in(&target(), schema)
+        .expect("the fleet's database")
+        .replica(name)
+        .unwrap()
+        .lease_time(lease);
+    let (events, recipient) = Events::start();
+    let sup = Supervisor::builder()
+        .settings(settings)
+        .server(ServerConfig::http("web", url).header("x-replica", name))
+        .task_store(Arc::new(store))
+        .subscriber(recipient)
+        .start()
+        .expect("a supervisor");
+    events.ready("web", 1).await;
+    (sup, events)
 }
 
 // The replica's side.
@@ -62,33 +89,14 @@ fn say(line: &str) {
 /// A closed stdin (the parent is gone) ends it.
 async fn replica(spec: &str) {
     let parts: Vec<&str> = spec.split('|').collect();
-    let [url, target, schema, name, lease_ms] = parts[..] else {
+    let [url, schema, name, lease_ms] = parts[..] else {
         panic!("a replica's spec: {spec}")
     };
-    let (url, target, schema, name) = (
-        url.to_owned(),
-        target.to_owned(),
-        schema.to_owned(),
-        name.to_owned(),
-    );
     let lease = Duration::from_millis(lease_ms.parse().unwrap());
     {
-        let store = PostgresTaskStore::connect_in(&target, &schema)
-            .expect("the fleet's database")
-            .replica(name.clone())
-            .unwrap()
-            .lease_time(lease);
-        let (events, recipient) = Events::start();
         let mut settings = quick_settings();
         settings.call_timeout = Duration::from_secs(60);
-        let sup = Supervisor::builder()
-            .settings(settings)
-            .server(ServerConfig::http("web", url).header("x-replica", name))
-            .task_store(Arc::new(store))
-            .subscriber(recipient)
-            .start()
-            .expect("a supervisor");
-        events.ready("web", 1).await;
+        let (sup, _events) = supervise(url.to_owned(), schema, name, lease, settings).await;
         say("READY");
         let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
         std::thread::spawn(move || {
@@ -159,12 +167,7 @@ impl Replica {
         schema: &str,
         lease: Duration,
     ) -> Replica {
-        let spec = format!(
-            "{}|{}|{schema}|{name}|{}",
-            server.url(),
-            target(),
-            lease.as_millis()
-        );
+        let spec = format!("{}|{schema}|{name}|{}", server.url(), lease.as_millis());
         let mut child = rerun::start(module_path!(), test, CHILD, spec);
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -266,6 +269,19 @@ fn schema(test: &str) -> String {
     format!("fleet_{}_{test}", std::process::id())
 }
 
+/// The test server (polls asked every `poll_ms`) and replicas r0, r1 and r2 of `test`, on a
+/// schema of their own (`tag`), with leases of a second.
+async fn fleet(test: &str, tag: &str, poll_ms: u64) -> (TestHttpServer, Vec<Replica>) {
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().task_poll_ms(poll_ms);
+    let schema = schema(tag);
+    let mut replicas = Vec::new();
+    for name in ["r0", "r1", "r2"] {
+        replicas.push(Replica::start(test, name, &server, &schema, Duration::from_secs(1)).await);
+    }
+    (server, replicas)
+}
+
 /// Waits until `done` holds of the server's stats (what the server saw is not an event
 /// anyone can await), for `within` at most.
 async fn until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
@@ -297,14 +313,7 @@ async fn a_task_of_a_killed_replica_is_taken_over_and_its_outcome_delivered_once
     if let Ok(spec) = std::env::var(CHILD) {
         return replica(&spec).await;
     }
-    let server = TestHttpServer::start_with(Era::Modern).await;
-    server.faults().task_poll_ms(50);
-    let schema = schema("kill");
-    let lease = Duration::from_millis(1000);
-    let mut replicas = Vec::new();
-    for name in ["r0", "r1", "r2"] {
-        replicas.push(Replica::start(TEST, name, &server, &schema, lease).await);
-    }
+    let (server, mut replicas) = fleet(TEST, "kill", 50).await;
     let mut r0 = replicas.remove(0);
     let ids = r0.start_tasks(1, 3000).await;
     let id = ids[0].clone();
@@ -341,14 +350,7 @@ async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_
     if let Ok(spec) = std::env::var(CHILD) {
         return replica(&spec).await;
     }
-    let server = TestHttpServer::start_with(Era::Modern).await;
-    server.faults().task_poll_ms(500);
-    let schema = schema("thousand");
-    let lease = Duration::from_millis(1000);
-    let mut replicas = Vec::new();
-    for name in ["r0", "r1", "r2"] {
-        replicas.push(Replica::start(TEST, name, &server, &schema, lease).await);
-    }
+    let (server, mut replicas) = fleet(TEST, "thousand", 500).await;
     // r0's last, so that they are all running when it dies (the others' end meanwhile).
     let mut started = Vec::new();
     for (replica, n) in replicas.iter_mut().skip(1).zip([333, 333]) {
@@ -407,18 +409,8 @@ async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_
 async fn with_the_database_failing_a_task_fails_at_once_and_other_calls_go_on() {
     let server = TestHttpServer::start_with(Era::Modern).await;
     let schema = schema("failing");
-    let store = PostgresTaskStore::connect_in(&target(), &schema)
-        .unwrap()
-        .lease_time(Duration::from_secs(1));
-    let (events, recipient) = Events::start();
-    let sup = Supervisor::builder()
-        .settings(quick_settings())
-        .server(ServerConfig::http("web", server.url()))
-        .task_store(Arc::new(store))
-        .subscriber(recipient)
-        .start()
-        .unwrap();
-    events.ready("web", 1).await;
+    let lease = Duration::from_secs(1);
+    let (sup, _events) = supervise(server.url(), &schema, "a", lease, quick_settings()).await;
     // Every statement of the store fails from now on, as with a database that is gone. (On a
     // thread: the client runs a runtime of its own.)
     let drop = format!("DROP SCHEMA \"{schema}\" CASCADE");
@@ -463,24 +455,8 @@ async fn a_replica_shut_down_gives_its_leases_up_for_another_to_take() {
     let server = TestHttpServer::start_with(Era::Modern).await;
     server.faults().task_poll_ms(50);
     let schema = schema("release");
-    let supervise = |name: &str| {
-        let store = PostgresTaskStore::connect_in(&target(), &schema)
-            .unwrap()
-            .replica(name)
-            .unwrap()
-            .lease_time(Duration::from_secs(3));
-        let (events, recipient) = Events::start();
-        let sup = Supervisor::builder()
-            .settings(quick_settings())
-            .server(ServerConfig::http("web", server.url()).header("x-replica", name))
-            .task_store(Arc::new(store))
-            .subscriber(recipient)
-            .start()
-            .unwrap();
-        (sup, events)
-    };
-    let (a, a_events) = supervise("a");
-    a_events.ready("web", 1).await;
+    let lease = Duration::from_secs(3);
+    let (a, _a_events) = supervise(server.url(), &schema, "a", lease, quick_settings()).await;
     let start = StartTask::new("web", "job", json!({"ms": 1500, "text": "built"}));
     let TaskStart::Running(handle) = a.send(start).await.unwrap().unwrap() else {
         panic!("a task")
@@ -488,8 +464,7 @@ async fn a_replica_shut_down_gives_its_leases_up_for_another_to_take() {
     assert_eq!(lease_owners(&schema), [Some("a".to_owned())]);
     a.send(mcp_supervisor::Shutdown).await.unwrap();
     assert_eq!(lease_owners(&schema), [None], "given up");
-    let (b, b_events) = supervise("b");
-    b_events.ready("web", 1).await;
+    let (b, _b_events) = supervise(server.url(), &schema, "b", lease, quick_settings()).await;
     let result = b
         .send(AwaitTask::new(handle.clone()).timeout(Duration::from_secs(30)))
         .await
