@@ -59,8 +59,9 @@
 //!
 //! `sqlite` (default) compiles SQLite in (bundled: nothing to install) for the [`tasks`]
 //! store that outlives this process, `SqliteTaskStore`; without it,
-//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains. `postgres` adds `PostgresTaskStore`,
-//! a store in a PostgreSQL database that the replicas of a service share.
+//! [`MemoryTaskStore`](tasks::MemoryTaskStore) remains. `postgres` adds `PostgresTaskStore`
+//! and `PostgresTokenStore`, stores in a PostgreSQL database that the replicas of a service
+//! share.
 //!
 //! # Layout
 //!
@@ -81,10 +82,12 @@
 //!   `authorizer` (the application's [`Authorizer`](auth::Authorizer), PKCE, `state`/`iss`),
 //!   `flow` (one authorization, scopes), `sign_in` (the user's part in progress, which
 //!   outlives a connection attempt), `dpop` (RFC 9449 keys and proofs), `enterprise` (the
-//!   token exchange of enterprise-managed authorization), `store`
-//!   and `file_store` (the
-//!   [`TokenStore`](auth::TokenStore)s), `provider` (what the HTTP transport asks for a header
-//!   and tells about a 401/403: refresh, step-up, authorization required) and `http`.
+//!   token exchange of enterprise-managed authorization), `store` (the
+//!   [`TokenStore`](auth::TokenStore) trait, its renewal lock, and the memory store),
+//!   `file_store`, `postgres_store` (feature `postgres`: the store a fleet shares, renewals
+//!   serialized by a row lock), `provider` (what the HTTP transport asks for a header and
+//!   tells about a 401/403: refresh, step-up, authorization required; one renewal at a time
+//!   across the processes sharing a store) and `http`.
 //!   [`OAuthConfig`](config::OAuthConfig) is in [`config`].
 //! - [`protocol`] (pure): [`jsonrpc`](protocol::jsonrpc) messages,
 //!   [`response`](protocol::response) a response's result kept as its text until its caller
@@ -107,6 +110,9 @@
 //!   `Action`, `MachinePolicy`) apart from `machine`, which holds every transition;
 //!   [`task_poll`](policy::task_poll) (when to ask a task next); `deadline`, the one place
 //!   instants are computed (saturating: `Duration::MAX` means "never").
+//! - `postgres` (feature `postgres`): what the PostgreSQL stores of tasks and tokens share:
+//!   the target and its bounds, one connection on a thread of its own reconnected with
+//!   backoff, and versioned migrations under an advisory lock.
 //! - [`skills`] (pure): the Skills extension (SEP-2640): a skill's entry and its checks, the
 //!   verification of what is read against it (size, SHA-256 digest, and the `SKILL.md`'s
 //!   frontmatter, parsed as YAML in [`frontmatter`](skills::frontmatter)); the messages that
@@ -120,8 +126,8 @@
 //!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
 //!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), `postgres`
 //!   (feature `postgres`: `PostgresTaskStore`, the store replicas share: row locks, leases
-//!   taken over with `SKIP LOCKED`, a versioned schema migrated under an advisory lock, a
-//!   connection thread of its own with bounded waits), and `tests`, the one suite every store
+//!   taken over with `SKIP LOCKED`, its versioned schema, on the crate's `postgres`
+//!   connection), and `tests`, the one suite every store
 //!   passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.
@@ -223,6 +229,8 @@ mod client;
 pub mod config;
 pub mod error;
 pub mod policy;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub mod protocol;
 #[cfg(feature = "serde")]
 pub mod serialize;

@@ -382,6 +382,13 @@ mod tests {
     }
 
     #[test]
+    fn the_file_store_keeps_what_a_store_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileTokenStore::open(dir.path().join("private/tokens.json")).unwrap();
+        crate::auth::store::tests::suite(&store);
+    }
+
+    #[test]
     fn issuer_bindings_are_kept_in_the_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();

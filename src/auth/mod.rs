@@ -35,7 +35,9 @@
 //! - `sign_in`: the user's part of an authorization code grant in progress, which outlives
 //!   the connection attempt that started it and is joined by the next;
 //! - `store`: [`TokenStore`] and [`MemoryTokenStore`]; `file_store`: [`FileTokenStore`], a
-//!   `0600` file for command-line tools;
+//!   `0600` file for command-line tools; `postgres_store` (feature `postgres`):
+//!   `PostgresTokenStore`, the store a fleet of replicas shares, renewals serialized by a
+//!   row lock;
 //! - `provider`: what the transport asks (the header) and tells (`401`, `403`): refresh
 //!   ahead of expiry and on a `401`, step-up, the authorization-required verdict;
 //! - `http`: the bounded HTTP exchanges of all of the above.
@@ -54,6 +56,8 @@ mod grant;
 mod http;
 mod identity;
 mod metadata;
+#[cfg(feature = "postgres")]
+mod postgres_store;
 pub(crate) mod provider;
 mod secret;
 mod sign_in;
@@ -63,7 +67,12 @@ mod trust;
 pub use authorizer::{AuthorizationRequest, AuthorizationResponse, AuthorizeFuture, Authorizer};
 pub use enterprise::EnterpriseIdp;
 pub use file_store::FileTokenStore;
+#[cfg(feature = "postgres")]
+pub use postgres_store::PostgresTokenStore;
 pub use secret::Secret;
 pub(crate) use sign_in::{within_connect_timeout, SignIns};
-pub use store::{IssuerBinding, MemoryTokenStore, Registration, TokenStore, Tokens};
+pub use store::{
+    IssuerBinding, MemoryTokenStore, Registration, RenewalFuture, RenewalGuard, TokenStore,
+    TokenStoreError, Tokens,
+};
 pub(crate) use trust::{is_loopback, require_secure};

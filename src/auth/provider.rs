@@ -28,7 +28,13 @@
 //!   scopes asked for before and the challenged ones — only if that union is larger, at most
 //!   [`MAX_STEP_UPS`] per connection, then the request is re-sent once;
 //! - one authorization at a time: requests refused meanwhile wait, then are re-sent with the
-//!   new token.
+//!   new token;
+//! - and one at a time for every process that shares the token store: a refresh, or an
+//!   authorization after a `401`, first takes the store's renewal lock
+//!   ([`TokenStore::lock_renewal`](super::TokenStore::lock_renewal), [`RENEWAL_WAIT`] at
+//!   most), then reads the store again and takes the tokens another process saved meanwhile
+//!   instead of renewing them itself: a rotated refresh token is used once, and a fleet asks
+//!   its user once.
 //!
 //! A token is presented only if it can be: one that an HTTP header cannot carry (a line
 //! break, a control character) is refused where it comes from, naming why, never sent
@@ -47,7 +53,7 @@ use super::failure::Failure;
 use super::flow::{authorize, dpop_key, initial_scope, union, For};
 use super::grant::{Grant, TokenRequest};
 use super::identity::identify;
-use super::Tokens;
+use super::{RenewalGuard, Tokens};
 use crate::config::OAuthConfig;
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
@@ -58,6 +64,9 @@ use crate::protocol::text::server_text;
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// Step-ups (re-authorizations for more scopes) per connection.
 pub const MAX_STEP_UPS: usize = 2;
+/// How long a renewal waits for another process's renewal of the same tokens to end (the
+/// store's renewal lock) before it is answered `unavailable`.
+pub const RENEWAL_WAIT: Duration = Duration::from_secs(60);
 /// Refreshes tried for one refused request before it is answered `unavailable`.
 pub const REFRESH_TRIES: u32 = 3;
 /// The pauses between those tries, and after a round of them failed before the next round:
@@ -247,16 +256,33 @@ impl Provider {
         if old.issuer != found.issuer {
             return;
         }
-        let requested = self.state.borrow().requested.clone();
-        let renewed = if old.refresh_token.is_some() {
-            if self.state.borrow().refresh_failed {
+        let renewable = if old.refresh_token.is_some() {
+            !self.state.borrow().refresh_failed
+        } else {
+            self.config.headless
+        };
+        if !renewable {
+            return;
+        }
+        let _fleet = match self.renewal_lock().await {
+            Ok(guard) => guard,
+            Err(e) => {
+                tracing::warn!(server = %self.server, error = %server_text(e.reason()), "renewing the token ahead of its expiry: no renewal lock");
+                self.pause(e.reason().to_owned());
                 return;
             }
-            self.refresh(&found, &old).await
-        } else if self.config.headless {
-            self.full(&found, requested.as_deref()).await
-        } else {
+        };
+        if let Some(stored) = self.saved_meanwhile(&found, Some(&old)) {
+            tracing::debug!(server = %self.server, "using the tokens another renewal saved meanwhile");
+            self.state.borrow_mut().found = Some(found);
+            self.adopt(stored);
             return;
+        }
+        let requested = self.state.borrow().requested.clone();
+        let renewed = if old.refresh_token.is_some() {
+            self.refresh(&found, &old).await
+        } else {
+            self.full(&found, requested.as_deref()).await
         };
         match renewed {
             Ok(tokens) => {
@@ -343,17 +369,13 @@ impl Provider {
             }
             Err(failure) => return Err(failure),
         };
-        if let Some(stored) = self.config.store.tokens(&self.url) {
-            // Another attempt, or a sign-in that outlived one, got new tokens meanwhile.
-            if stored.issuer == found.issuer
-                && old.as_ref() != Some(&stored)
-                && stored.unsendable().is_none()
-            {
-                tracing::debug!(server = %self.server, "using the tokens saved meanwhile");
-                self.state.borrow_mut().found = Some(found);
-                self.adopt(stored);
-                return Ok(());
-            }
+        // Held to the end: what is renewed here is saved before another process looks.
+        let _fleet = self.renewal_lock().await?;
+        if let Some(stored) = self.saved_meanwhile(&found, old.as_ref()) {
+            tracing::debug!(server = %self.server, "using the tokens saved meanwhile");
+            self.state.borrow_mut().found = Some(found);
+            self.adopt(stored);
+            return Ok(());
         }
         if let Some(old) = &old {
             if old.issuer != found.issuer {
@@ -396,6 +418,27 @@ impl Provider {
         self.state.borrow_mut().found = Some(found);
         self.set_tokens(tokens);
         Ok(())
+    }
+
+    /// The store's renewal lock for these tokens, [`RENEWAL_WAIT`] at most.
+    async fn renewal_lock(&self) -> Result<RenewalGuard, Failure> {
+        let lock = self.config.store.lock_renewal(&self.url);
+        match tokio::time::timeout(RENEWAL_WAIT, lock).await {
+            Ok(Ok(guard)) => Ok(guard),
+            Ok(Err(e)) => Err(Failure::NotNow(format!("no renewal lock: {e}"))),
+            Err(_) => Err(Failure::NotNow(format!(
+                "another process has been renewing these tokens for {} s",
+                RENEWAL_WAIT.as_secs()
+            ))),
+        }
+    }
+
+    /// Tokens in the store from the issuer found now, other than `old` and sendable: another
+    /// attempt, a sign-in that outlived one, or another process got them meanwhile.
+    fn saved_meanwhile(&self, found: &Found, old: Option<&Tokens>) -> Option<Tokens> {
+        self.config.store.tokens(&self.url).filter(|stored| {
+            stored.issuer == found.issuer && old != Some(stored) && stored.unsendable().is_none()
+        })
     }
 
     /// Refreshes, trying again [`REFRESH_TRIES`] times in all (with [`retry_backoff`]'s

@@ -14,6 +14,8 @@
 //! [`OAuthConfig::allow_issuer_migration`](crate::config::OAuthConfig::allow_issuer_migration)).
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -150,6 +152,88 @@ pub trait TokenStore: Send + Sync + 'static {
     fn issuer_binding(&self, server_url: &str) -> Option<IssuerBinding>;
     /// Saves (replaces) that binding.
     fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding);
+
+    /// Waits for the right to renew the tokens of the MCP server at `server_url` (refresh
+    /// them, or authorize anew) and holds it until the guard is dropped, for every process
+    /// that shares this store. A store that processes share must serialize renewals: two
+    /// processes refreshing one rotated refresh token at once would void the grant for all,
+    /// and two signing in would ask the user twice. The renewer reads the store again once
+    /// it holds the right, and takes what another process saved meanwhile instead of renewing.
+    ///
+    /// The default, for a store of one process, grants it at once: the connection's own lock
+    /// already serializes the renewals of one process. `Err`: the store cannot say (the
+    /// renewal is not tried; the call that needed it is answered `unavailable`).
+    fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
+        let _ = server_url;
+        Box::pin(std::future::ready(Ok(RenewalGuard::unshared())))
+    }
+}
+
+/// What [`TokenStore::lock_renewal`] returns: the right to renew, once it is granted.
+pub type RenewalFuture =
+    Pin<Box<dyn Future<Output = Result<RenewalGuard, TokenStoreError>> + Send + 'static>>;
+
+/// The right to renew one server's tokens ([`TokenStore::lock_renewal`]), given up when
+/// dropped.
+///
+/// ```
+/// use mcp_supervisor::auth::RenewalGuard;
+///
+/// // A store's lock that is released when its sender is dropped, for instance.
+/// let (release, released) = std::sync::mpsc::channel::<()>();
+/// let guard = RenewalGuard::holding(release);
+/// drop(guard);
+/// assert!(released.recv().is_err(), "released");
+/// ```
+pub struct RenewalGuard {
+    _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl RenewalGuard {
+    /// A right that holds nothing: renewals are not shared beyond this process.
+    pub fn unshared() -> Self {
+        RenewalGuard { _held: None }
+    }
+
+    /// A right that lasts as long as `held` (a lock's handle, a channel whose end the lock's
+    /// holder waits on): dropping the guard drops it.
+    pub fn holding(held: impl Send + Sync + 'static) -> Self {
+        RenewalGuard {
+            _held: Some(Box::new(held)),
+        }
+    }
+}
+
+impl std::fmt::Debug for RenewalGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self._held.is_some() {
+            "RenewalGuard(held)"
+        } else {
+            "RenewalGuard(unshared)"
+        })
+    }
+}
+
+/// Why a [`TokenStore`] could not do what was asked of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenStoreError {
+    /// The database (or other backing store) failed or cannot be reached.
+    #[error("the token store at {database}: {message}")]
+    Database {
+        /// Where it is, without any password.
+        database: String,
+        /// What failed.
+        message: String,
+    },
+    /// A value the store was given is not one it can keep.
+    #[error("the token store cannot take this {what}: {why}")]
+    Invalid {
+        /// What the value is.
+        what: &'static str,
+        /// Why it cannot be kept.
+        why: &'static str,
+    },
 }
 
 /// A [`TokenStore`] in memory: tokens survive reconnects and server restarts, not a restart of
@@ -210,8 +294,69 @@ impl TokenStore for MemoryTokenStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// What every token store does, whatever keeps it: tokens, registrations and bindings
+    /// read back as saved, replaced, forgotten, and kept apart by key.
+    pub(crate) fn suite(store: &dyn TokenStore) {
+        let url = "https://mcp.example.com/mcp";
+        assert_eq!(store.tokens(url), None);
+        let at = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+        let mut full = Tokens::new("https://as", "access-1")
+            .refresh_token("refresh-1")
+            .expires_at(at)
+            .scope("mcp:basic offline_access");
+        full.dpop = true;
+        store.save_tokens(url, full.clone());
+        assert_eq!(store.tokens(url), Some(full));
+        let bare = Tokens::new("https://as", "access-2");
+        store.save_tokens(url, bare.clone());
+        assert_eq!(store.tokens(url), Some(bare.clone()), "replaced whole");
+        store.save_tokens("https://other.example/mcp", Tokens::new("https://as", "x"));
+        store.clear_tokens(url);
+        assert_eq!(store.tokens(url), None);
+        assert!(store.tokens("https://other.example/mcp").is_some(), "apart");
+
+        assert_eq!(store.registration("https://as"), None);
+        let public = Registration {
+            issuer: "https://as".into(),
+            client_id: "c-1".into(),
+            client_secret: None,
+            auth_method: Some("none".into()),
+        };
+        store.save_registration("https://as", public.clone());
+        assert_eq!(store.registration("https://as"), Some(public));
+        let confidential = Registration {
+            issuer: "https://as".into(),
+            client_id: "c-2".into(),
+            client_secret: Some(Secret::new("s-2")),
+            auth_method: None,
+        };
+        store.save_registration("https://as", confidential.clone());
+        assert_eq!(store.registration("https://as"), Some(confidential));
+
+        assert_eq!(store.issuer_binding(url), None);
+        store.save_issuer_binding(url, IssuerBinding::new("svc", "https://as"));
+        store.save_issuer_binding(url, IssuerBinding::new("svc", "https://as2"));
+        assert_eq!(
+            store.issuer_binding(url),
+            Some(IssuerBinding::new("svc", "https://as2"))
+        );
+    }
+
+    #[actix::test]
+    async fn the_memory_store_keeps_what_a_store_keeps_and_grants_renewals_at_once() {
+        let store = MemoryTokenStore::default();
+        suite(&store);
+        let first = store.lock_renewal("u").await.unwrap();
+        let second = store.lock_renewal("u").await.unwrap();
+        assert_eq!(
+            format!("{first:?} {second:?}"),
+            "RenewalGuard(unshared) RenewalGuard(unshared)"
+        );
+    }
 
     #[test]
     fn debug_of_tokens_and_registrations_hides_secrets() {

@@ -105,7 +105,7 @@ pub use store::{
 };
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// What reaches `config`'s server, digested (hex SHA-256 of its URL, or of its command line
 /// and working directory): the identity a [`TaskRecord`] keeps beside the server's name, so

@@ -16,55 +16,42 @@
 //! store's own (the `postgres` client runs a runtime of its own, which cannot run inside the
 //! actix one), and every wait is bounded: [`CONNECT_TIMEOUT`] to connect, [`STATEMENT_TIMEOUT`]
 //! per statement (the server's), the kernel's TCP user timeout and keepalives for a network
-//! that stalls, and, last, [`CALL_TIMEOUT`] for the caller whatever the connection does. A
+//! that stalls, and, last, `CALL_TIMEOUT` (30 s) for the caller whatever the connection does. A
 //! database that cannot be reached is a [`Database`](TaskStoreError::Database) error, never a
 //! hang; the store reconnects on a later call, no sooner than a backoff (100 ms doubling to
-//! 10 s) after the last failed attempt, and fails at once meanwhile.
+//! 10 s) after the last failed attempt, and fails at once meanwhile. A method that timed out
+//! may still commit afterwards: what it did is then as if it had succeeded, which the store's
+//! rules allow (a record written twice is idempotent; an outcome marked delivered and not
+//! handed out is lost, never delivered twice). The connection, its thread and the migrations
+//! are `crate::postgres`'s, shared with the token store.
 
-use std::str::FromStr;
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use postgres::{Client, NoTls, Row, Transaction};
+use postgres::{Row, Transaction};
 
 use super::record::{
     duration_from_nanos, duration_nanos, time_from_nanos, time_nanos, MAX_ANSWERED_INPUTS,
 };
 use super::store::{check_finish, check_input_key, purge_due, too_many_inputs, DEFAULT_MAX_TASKS};
 use super::{TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate};
-
-/// How long connecting to the database may take (unless the connection string sets
-/// `connect_timeout`).
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long one statement may take (a row lock another replica holds included).
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long a method waits for its transaction at most, whatever the connection does (a
-/// network that stalls mid-answer, a server that accepted and says nothing). A method that
-/// times out may still commit afterwards: what it did is then as if it had succeeded, which
-/// the store's rules allow (a record written twice is idempotent; an outcome marked delivered
-/// and not handed out is lost, never delivered twice).
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long sent data may stay unacknowledged before the kernel drops the connection.
-const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::postgres::{Connection, Schema, Worker};
+pub use crate::postgres::{CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 
 /// How long a lease lasts unless [`lease_time`](PostgresTaskStore::lease_time) says otherwise: a
 /// replica renews its leases three times in this, and its tasks are taken over this long
 /// after it dies.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
-/// The longest wait between two attempts to reach a database that did not answer.
-const MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(10);
-const FIRST_RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+/// The task tables, one step per version.
+static TABLES: Schema = Schema {
+    versions: "schema_version",
+    // Serializes the migrations of every task store on one database (the key is arbitrary,
+    // ours).
+    lock: 0x6d63_705f_7461_736b, // "mcp_task"
+    steps: MIGRATIONS,
+};
 
-/// Serializes the migrations of every store on one database (the key is arbitrary, ours).
-const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b; // "mcp_task"
-
-/// The schema, one step per version: step `i` takes a schema from version `i` to `i + 1`.
-/// Steps are only ever appended, and each is idempotent too (`IF NOT EXISTS`). `{schema}` is
-/// the store's schema, quoted.
+/// The schema, one step per version (see [`Schema::steps`]).
 const MIGRATIONS: &[&str] = &[
     // Version 1: the records, as in SQLite; `answered_inputs` a JSON array of strings.
     "CREATE TABLE IF NOT EXISTS {schema}.tasks (
@@ -116,7 +103,7 @@ const COLUMNS: &str = "server, task_id, server_identity, tool, arguments_digest,
 /// # Ok(()) }
 /// ```
 pub struct PostgresTaskStore {
-    jobs: mpsc::Sender<Job>,
+    worker: Worker,
     /// Where the database is, without any password: for errors and `Debug`.
     shown: String,
     max_tasks: usize,
@@ -136,149 +123,6 @@ impl std::fmt::Debug for PostgresTaskStore {
     }
 }
 
-/// Something for the connection's thread to do.
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// The connection, on the store's thread: made when first needed, made again after it broke.
-struct Connection {
-    config: postgres::Config,
-    client: Option<Client>,
-    shown: String,
-    /// The quoted schema the tables are in.
-    schema: String,
-    /// No attempt to connect before this instant (the last one failed).
-    retry_at: Option<Instant>,
-    backoff: Duration,
-}
-
-impl Connection {
-    /// The client, connected (and the schema migrated) if it was not.
-    fn client(&mut self) -> Result<&mut Client, TaskStoreError> {
-        if self.client.as_ref().is_some_and(Client::is_closed) {
-            self.client = None;
-        }
-        if self.client.is_none() {
-            let now = Instant::now();
-            if let Some(at) = self.retry_at.filter(|at| now < *at) {
-                return Err(database(
-                    &self.shown,
-                    format!(
-                        "the database is unreachable; the next attempt to connect is in {} ms",
-                        at.saturating_duration_since(now).as_millis()
-                    ),
-                ));
-            }
-            match self.open() {
-                Ok(client) => {
-                    self.client = Some(client);
-                    self.retry_at = None;
-                    self.backoff = FIRST_RECONNECT_BACKOFF;
-                }
-                Err(e) => {
-                    // From the failure, not the attempt's start: an attempt that timed out
-                    // took its whole timeout.
-                    self.retry_at = Instant::now().checked_add(self.backoff);
-                    self.backoff = (self.backoff * 2).min(MAX_RECONNECT_BACKOFF);
-                    return Err(e);
-                }
-            }
-        }
-        match self.client.as_mut() {
-            Some(client) => Ok(client),
-            None => Err(database(&self.shown, "no connection".into())),
-        }
-    }
-
-    /// Connects, bounds every statement, and brings the schema to the newest version.
-    fn open(&self) -> Result<Client, TaskStoreError> {
-        let shown = &self.shown;
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| db_error(shown, &e))?;
-        client
-            .batch_execute(&format!(
-                "SET statement_timeout = {}; SET lock_timeout = {}",
-                STATEMENT_TIMEOUT.as_millis(),
-                STATEMENT_TIMEOUT.as_millis()
-            ))
-            .map_err(|e| db_error(shown, &e))?;
-        migrate(&mut client, &self.schema, shown)?;
-        Ok(client)
-    }
-}
-
-/// Brings `schema` to the newest version, in one transaction under the migration lock.
-fn migrate(client: &mut Client, schema: &str, shown: &str) -> Result<(), TaskStoreError> {
-    let db = |e: postgres::Error| db_error(shown, &e);
-    let mut tx = client.transaction().map_err(db)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(db)?;
-    // Only what is missing is created: `CREATE SCHEMA IF NOT EXISTS` needs the CREATE
-    // privilege on the database even when the schema is there, which a role that owns only
-    // its schema lacks.
-    let present =
-        |tx: &mut Transaction<'_>, sql: &str, name: String| -> Result<bool, TaskStoreError> {
-            let row = tx.query_one(sql, &[&name]).map_err(db)?;
-            row.try_get::<_, bool>(0).map_err(db)
-        };
-    if !present(
-        &mut tx,
-        "SELECT to_regnamespace($1) IS NOT NULL",
-        schema.to_owned(),
-    )? {
-        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-            .map_err(db)?;
-    }
-    let versions = format!("{schema}.schema_version");
-    if !present(
-        &mut tx,
-        "SELECT to_regclass($1) IS NOT NULL",
-        versions.clone(),
-    )? {
-        tx.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {versions} (version BIGINT NOT NULL)"
-        ))
-        .map_err(db)?;
-    }
-    let version: Option<i64> = tx
-        .query_one(&format!("SELECT max(version)::BIGINT FROM {versions}"), &[])
-        .map_err(db)?
-        .try_get(0)
-        .map_err(db)?;
-    let known = MIGRATIONS.len();
-    let from = usize::try_from(version.unwrap_or(0)).map_err(|_| {
-        database(
-            shown,
-            format!("its schema version {version:?} is not one this crate writes"),
-        )
-    })?;
-    if from > known {
-        return Err(database(
-            shown,
-            format!(
-                "it was written by a newer version of mcp-supervisor (schema version {from}; \
-                 this one knows up to {known}): it is left untouched"
-            ),
-        ));
-    }
-    for step in &MIGRATIONS[from..] {
-        tx.batch_execute(&step.replace("{schema}", schema))
-            .map_err(db)?;
-    }
-    if from < known {
-        let version = i64::try_from(known).unwrap_or(i64::MAX);
-        tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])
-            .map_err(db)?;
-        tx.execute(
-            &format!("INSERT INTO {schema}.schema_version (version) VALUES ($1)"),
-            &[&version],
-        )
-        .map_err(db)?;
-    }
-    tx.commit().map_err(db)
-}
-
 impl PostgresTaskStore {
     /// Connects to the database `target` names (a `postgresql://` URL or `key=value` pairs, as
     /// libpq takes them), in the schema `public`, and brings its tables up to date. Fails,
@@ -293,60 +137,23 @@ impl PostgresTaskStore {
     /// services, or tests, on one database. A schema name is 1 to 63 ASCII letters, digits and
     /// underscores, not starting with a digit.
     pub fn connect_in(target: &str, schema: &str) -> Result<PostgresTaskStore, TaskStoreError> {
-        let mut config =
-            postgres::Config::from_str(target).map_err(|e| TaskStoreError::Database {
+        let config =
+            crate::postgres::config(target).map_err(|message| TaskStoreError::Database {
                 path: "postgresql".into(),
-                message: format!("the connection string does not parse: {e}"),
+                message,
             })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        // A network that stalls: the kernel drops the connection instead of our waiting.
-        if config.get_tcp_user_timeout().is_none() {
-            config.tcp_user_timeout(TCP_USER_TIMEOUT);
-        }
-        config
-            .keepalives(true)
-            .keepalives_idle(Duration::from_secs(10))
-            .keepalives_interval(Duration::from_secs(2))
-            .keepalives_retries(3);
-        if config.get_application_name().is_none() {
-            // What `pg_stat_activity` shows for our connections, unless the target names one.
-            config.application_name("mcp-supervisor");
-        }
-        let shown = shown(&config);
-        if !valid_schema(schema) {
+        let shown = crate::postgres::shown(&config);
+        if !crate::postgres::valid_schema(schema) {
             return Err(TaskStoreError::Invalid {
                 what: "schema name",
                 why: "it must be 1 to 63 ASCII letters, digits and underscores, not starting \
                       with a digit",
             });
         }
-        let mut connection = Connection {
-            config,
-            client: None,
-            shown: shown.clone(),
-            schema: format!("\"{schema}\""),
-            retry_at: None,
-            backoff: FIRST_RECONNECT_BACKOFF,
-        };
-        let (jobs, queue) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("mcp-task-store-postgres".into())
-            .spawn(move || {
-                while let Ok(job) = queue.recv() {
-                    // A job that panics (it should not) loses its connection, not the store.
-                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        job(&mut connection)
-                    }));
-                    if ran.is_err() {
-                        connection.client = None;
-                    }
-                }
-            })
-            .map_err(|e| database(&shown, format!("its thread cannot be started: {e}")))?;
+        let worker = Worker::start("mcp-task-store-postgres", config, schema, &TABLES)
+            .map_err(|e| database(&shown, e))?;
         let store = PostgresTaskStore {
-            jobs,
+            worker,
             shown,
             max_tasks: DEFAULT_MAX_TASKS,
             owner: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
@@ -355,7 +162,12 @@ impl PostgresTaskStore {
         // Connected (on the store's thread: the caller may be in an async runtime, where the
         // client's own cannot start) before it is handed out, so that a wrong target fails
         // the start rather than the first task.
-        store.run(|connection| connection.client().map(|_| ()))?;
+        store.run(|connection| {
+            connection
+                .client()
+                .map(|_| ())
+                .map_err(|e| database(&connection.shown, e))
+        })?;
         Ok(store)
     }
 
@@ -397,41 +209,16 @@ impl PostgresTaskStore {
         &self.owner
     }
 
-    /// Runs `f` on the store's thread and waits for it, [`CALL_TIMEOUT`] at most.
+    /// Runs `f` on the store's thread and waits for it, `CALL_TIMEOUT` (30 s) at most.
     fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, TaskStoreError> + Send + 'static,
     ) -> Result<T, TaskStoreError> {
-        let (answer, answered) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |connection: &mut Connection| {
-            let outcome = f(connection);
-            if connection.client.as_ref().is_some_and(Client::is_closed) {
-                connection.client = None;
-            }
-            let _ = answer.send(outcome);
-        });
-        let gone = || database(&self.shown, "its connection's thread is gone".into());
-        self.jobs.send(job).map_err(|_| gone())?;
-        match answered.recv_timeout(CALL_TIMEOUT) {
-            Ok(outcome) => outcome,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(database(
-                &self.shown,
-                format!(
-                    "no answer from the database within {} s",
-                    CALL_TIMEOUT.as_secs()
-                ),
-            )),
-            // The job panicked (its sender went with it).
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(database(
-                &self.shown,
-                "the operation failed inside the store (see the log)".into(),
-            )),
-        }
+        self.worker.run(f, |e| database(&self.shown, e))
     }
 
     /// Runs `f` in one transaction on the store's connection, committed if `f` succeeds (else
-    /// rolled back), and waits for it. A connection that broke is dropped, for a later call to
-    /// make anew.
+    /// rolled back), and waits for it.
     fn transaction<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Transaction<'_>, &Tables) -> Result<T, TaskStoreError> + Send + 'static,
@@ -441,11 +228,8 @@ impl PostgresTaskStore {
                 shown: connection.shown.clone(),
                 schema: connection.schema.clone(),
             };
-            let client = connection.client()?;
-            let mut tx = client.transaction().map_err(|e| tables.db(&e))?;
-            let value = f(&mut tx, &tables)?;
-            tx.commit().map_err(|e| tables.db(&e))?;
-            Ok(value)
+            let shown = tables.shown.clone();
+            connection.transaction(|e| database(&shown, e), |tx| f(tx, &tables))
         })
     }
 }
@@ -935,52 +719,9 @@ fn database(shown: &str, message: String) -> TaskStoreError {
     }
 }
 
-/// A client error as the store's error: the server's message (with its SQLSTATE) when it
-/// sent one, else what failed on our side (it never holds the password).
+/// A client error as the store's error.
 fn db_error(shown: &str, e: &postgres::Error) -> TaskStoreError {
-    let message = match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None if e.is_closed() => "the connection to the database is closed".to_owned(),
-        None => {
-            // "error connecting to server" alone does not say refused, timed out or unknown
-            // host: the causes do (none holds a password).
-            let mut message = e.to_string();
-            let mut cause = std::error::Error::source(e);
-            while let Some(inner) = cause {
-                message.push_str(": ");
-                message.push_str(&inner.to_string());
-                cause = inner.source();
-            }
-            message
-        }
-    };
-    database(shown, message)
-}
-
-/// Where a configuration points, for people: `postgresql://user@host:port/dbname`, no password.
-fn shown(config: &postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(host)) => host.clone(),
-        #[cfg(unix)]
-        Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config
-        .get_user()
-        .map(|u| format!("{u}@"))
-        .unwrap_or_default();
-    let db = config.get_dbname().unwrap_or("");
-    format!("postgresql://{user}{host}:{port}/{db}")
-}
-
-/// Whether `schema` is a name we quote into SQL as it is.
-fn valid_schema(schema: &str) -> bool {
-    (1..=63).contains(&schema.len())
-        && schema
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !schema.as_bytes()[0].is_ascii_digit()
+    database(shown, crate::postgres::message(e))
 }
 
 /// The answered input keys as the JSON array stored.

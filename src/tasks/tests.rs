@@ -536,6 +536,12 @@ store_suite!(postgres, |max| postgres_store::fresh().max_tasks(max));
 /// connection string; `.ci/run` starts a throwaway cluster of Debian's PostgreSQL on loopback
 /// and sets it, see `.ci/postgres`). Each store gets a schema of its own, so tests run side by
 /// side.
+/// The test database's connection string (see [`postgres_store`]).
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_target() -> String {
+    postgres_store::target()
+}
+
 #[cfg(feature = "postgres")]
 mod postgres_store {
     use super::*;

@@ -83,6 +83,10 @@ pub(super) async fn token(
     req: HttpRequest,
     form: web::Form<HashMap<String, String>>,
 ) -> HttpResponse {
+    let delay = shared.lock().token_delay;
+    if let Some(delay) = delay {
+        actix_web::rt::time::sleep(delay).await;
+    }
     let mut st = shared.lock();
     st.counts.token_requests += 1;
     if st.dpop {

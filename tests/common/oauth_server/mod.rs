@@ -18,7 +18,7 @@
 //! Switches for the hostile and the unlucky: the issuer the metadata publishes
 //! ([`OAuthServer::publish_issuer`], e.g. a plain-HTTP one, or another server's), the
 //! challenge's `resource_metadata` ([`OAuthServer::challenge_metadata`]), a token endpoint
-//! that fails ([`OAuthServer::token_fault`]) and access tokens no header can carry
+//! that fails ([`OAuthServer::token_fault`]) or is slow ([`OAuthServer::token_delay`]) and access tokens no header can carry
 //! ([`OAuthServer::access_token_suffix`]).
 #![allow(dead_code)]
 
@@ -101,6 +101,8 @@ struct State {
     challenge_metadata: Option<String>,
     /// Token requests of this grant type answered with this fault.
     token_fault: Option<(String, TokenFault)>,
+    /// How long the token endpoint takes to answer.
+    token_delay: Option<std::time::Duration>,
     /// Appended to every access token issued.
     access_token_suffix: String,
     /// The resources of other origins tokens are issued for ([`OAuthServer::protect`]).
@@ -255,6 +257,12 @@ impl OAuthServer {
     /// The `401` challenges point at `url` for the protected resource metadata.
     pub fn challenge_metadata(&self, url: &str) {
         self.shared.lock().challenge_metadata = Some(url.to_owned());
+    }
+
+    /// The token endpoint answers `delay` late (a slow authorization server; requests that
+    /// come meanwhile overlap).
+    pub fn token_delay(&self, delay: Option<std::time::Duration>) {
+        self.shared.lock().token_delay = delay;
     }
 
     /// Token requests of `grant_type` are answered with `fault` (none: as usual).

@@ -5,7 +5,7 @@
 //! valid, and that no secret reaches the logs or any `Debug` output. What discovery trusts is
 //! in `oauth/trust.rs`; failures for now and slow sign-ins in `oauth/resilience.rs`.
 
-mod headless;
+pub mod headless;
 mod resilience;
 mod trust;
 

@@ -26,6 +26,8 @@ use crate::common::http_server::{Era, TestHttpServer};
 use crate::common::rerun;
 use crate::common::*;
 
+mod tokens;
+
 /// In a replica's environment: what it is, as `url|schema|name|lease_ms` (the database is
 /// the parent's, `MCP_SUPERVISOR_TEST_POSTGRES`, inherited).
 const CHILD: &str = "MCP_TEST_FLEET_REPLICA";
@@ -168,7 +170,16 @@ impl Replica {
         lease: Duration,
     ) -> Replica {
         let spec = format!("{}|{schema}|{name}|{}", server.url(), lease.as_millis());
-        let mut child = rerun::start(module_path!(), test, CHILD, spec);
+        let mut replica = Replica::spawn(module_path!(), test, name, CHILD, &spec);
+        assert_eq!(replica.next().await, "READY");
+        replica
+    }
+
+    /// Starts replica `name`: test `test` of `module` (its `module_path!()`), with
+    /// `key`=`spec` in its environment. Its lines are read as it writes them; nothing is
+    /// waited for.
+    fn spawn(module: &str, test: &str, name: &str, key: &str, spec: &str) -> Replica {
+        let mut child = rerun::start(module, test, key, spec);
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
@@ -182,14 +193,12 @@ impl Replica {
                 }
             }
         });
-        let mut replica = Replica {
+        Replica {
             name: name.to_owned(),
             child,
             stdin,
             lines,
-        };
-        assert_eq!(replica.next().await, "READY");
-        replica
+        }
     }
 
     fn tell(&mut self, command: &str) {
