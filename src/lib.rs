@@ -126,8 +126,8 @@
 //!   [`MemoryTaskStore`](tasks::MemoryTaskStore)), `sqlite` (feature `sqlite`:
 //!   `SqliteTaskStore`, one transaction per method, WAL, a versioned schema), `postgres`
 //!   (feature `postgres`: `PostgresTaskStore`, the store replicas share: row locks, leases
-//!   taken over with `SKIP LOCKED`, its versioned schema, on the crate's `postgres`
-//!   connection), and `tests`, the one suite every store
+//!   taken over with `SKIP LOCKED`, news of ends by `LISTEN`/`NOTIFY`, its versioned schema,
+//!   on the crate's `postgres` connection), and `tests`, the one suite every store
 //!   passes.
 //! - [`telemetry`]: the `metrics` feature's hooks (no-ops without it): every metric and its
 //!   labels in one table.

@@ -28,6 +28,7 @@ use crate::policy::state::ServerState;
 use crate::protocol::jsonrpc::RequestIds;
 use crate::protocol::pagination;
 use crate::session::{Command, InputAnswers, InputAsk, Session};
+use crate::tasks::TaskEnd;
 use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
 
 pub(crate) use crate::actor::gone::{ActorGone, GoneNotice};
@@ -730,6 +731,9 @@ impl Actor for ServerActor {
                 self.session.lease_tasks();
                 let every = (lease / 3).max(Duration::from_millis(10));
                 ctx.run_interval(every, |act, ctx| act.tend_leases(ctx));
+                if let Some(ends) = tasks.watch_ends() {
+                    ctx.add_stream(task_ends(ends));
+                }
             }
             let kept = tasks.restore();
             if !kept.is_empty() {
@@ -741,6 +745,43 @@ impl Actor for ServerActor {
         self.session.start(self.clock.now());
         self.drive(ctx);
     }
+}
+
+/// The store's news of tasks that end, a news lost to a full channel read as news missed.
+fn task_ends(
+    ends: tokio::sync::broadcast::Receiver<TaskEnd>,
+) -> impl futures_util::Stream<Item = TaskEnd> {
+    futures_util::stream::unfold(ends, |mut ends| async move {
+        use tokio::sync::broadcast::error::RecvError;
+        match ends.recv().await {
+            Ok(end) => Some((end, ends)),
+            Err(RecvError::Lagged(_)) => Some((TaskEnd::Missed, ends)),
+            Err(RecvError::Closed) => None,
+        }
+    })
+}
+
+/// A task ended on another replica (the store's news): a caller here who awaits it gets its
+/// outcome now, rather than at the next tending of the leases.
+impl StreamHandler<TaskEnd> for ServerActor {
+    fn handle(&mut self, end: TaskEnd, ctx: &mut Context<Self>) {
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let elsewhere = self.session.tasks_followed_elsewhere();
+        if elsewhere.is_empty() {
+            return;
+        }
+        let tend = tasks.ended(&end, elsewhere);
+        if tend.ended.is_empty() {
+            return;
+        }
+        self.session.leases_tended(tend, self.clock.now());
+        self.drive(ctx);
+    }
+
+    // No more news (the store is gone): the tendings still look every third of a lease.
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl StreamHandler<FromServer> for ServerActor {

@@ -101,7 +101,7 @@ pub use record::{arguments_digest, TaskKey, TaskRecord, TaskStatus, TaskUpdate};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteTaskStore, BUSY_TIMEOUT};
 pub use store::{
-    MemoryTaskStore, TaskStore, TaskStoreError, DEFAULT_MAX_TASKS, DELIVERED_RETENTION,
+    MemoryTaskStore, TaskEnd, TaskStore, TaskStoreError, DEFAULT_MAX_TASKS, DELIVERED_RETENTION,
 };
 
 #[cfg(test)]

@@ -25,15 +25,18 @@
 //! handed out is lost, never delivered twice). The connection, its thread and the migrations
 //! are `crate::postgres`'s, shared with the token store.
 
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Row, Transaction};
+use tokio::sync::broadcast;
 
 use super::record::{
     duration_from_nanos, duration_nanos, time_from_nanos, time_nanos, MAX_ANSWERED_INPUTS,
 };
 use super::store::{check_finish, check_input_key, purge_due, too_many_inputs, DEFAULT_MAX_TASKS};
-use super::{TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate};
+use super::{TaskEnd, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate};
 use crate::postgres::{Connection, Schema, Worker};
 pub use crate::postgres::{CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 
@@ -110,7 +113,25 @@ pub struct PostgresTaskStore {
     /// Who holds this store's leases: this replica.
     owner: String,
     lease: Duration,
+    /// The news of tasks that end, from the listener (started by the first
+    /// [`watch_ends`](TaskStore::watch_ends)).
+    ends: Arc<broadcast::Sender<TaskEnd>>,
+    listening: OnceLock<()>,
+    config: postgres::Config,
+    /// The schema, unquoted (the news names it).
+    schema: String,
 }
+
+/// The channel every task store on a database notifies when a task ends, with its schema,
+/// server and task id as a JSON array.
+const ENDS_CHANNEL: &str = "mcp_task_ends";
+
+/// PostgreSQL's bound on a notification's payload (8000 bytes); longer news is not sent, and
+/// the task is found by the next look.
+const MAX_NOTIFY_PAYLOAD: usize = 8000;
+
+/// News of ends kept for a listener that lags; one that lags more hears `Missed`.
+const ENDS_BUFFER: usize = 1024;
 
 impl std::fmt::Debug for PostgresTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -150,7 +171,7 @@ impl PostgresTaskStore {
                       with a digit",
             });
         }
-        let worker = Worker::start("mcp-task-store-postgres", config, schema, &TABLES)
+        let worker = Worker::start("mcp-task-store-postgres", config.clone(), schema, &TABLES)
             .map_err(|e| database(&shown, e))?;
         let store = PostgresTaskStore {
             worker,
@@ -158,6 +179,10 @@ impl PostgresTaskStore {
             max_tasks: DEFAULT_MAX_TASKS,
             owner: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
             lease: DEFAULT_LEASE,
+            ends: Arc::new(broadcast::channel(ENDS_BUFFER).0),
+            listening: OnceLock::new(),
+            config,
+            schema: schema.to_owned(),
         };
         // Connected (on the store's thread: the caller may be in an async runtime, where the
         // client's own cannot start) before it is handed out, so that a wrong target fails
@@ -247,6 +272,11 @@ impl Tables {
 
     fn tasks(&self) -> String {
         format!("{}.tasks", self.schema)
+    }
+
+    /// The schema, unquoted.
+    fn schema_name(&self) -> &str {
+        self.schema.trim_matches('"')
     }
 
     /// The record of `key`, its row locked until the transaction ends when `lock`.
@@ -452,6 +482,13 @@ impl TaskStore for PostgresTaskStore {
                 ],
             )
             .map_err(|e| t.db(&e))?;
+            // Sent on commit: the replicas that await the task look it up at once.
+            let news =
+                serde_json::json!([t.schema_name(), key.server(), key.task_id()]).to_string();
+            if news.len() < MAX_NOTIFY_PAYLOAD {
+                tx.execute("SELECT pg_notify($1, $2)", &[&ENDS_CHANNEL, &news])
+                    .map_err(|e| t.db(&e))?;
+            }
             Ok(true)
         })
     }
@@ -705,6 +742,100 @@ impl TaskStore for PostgresTaskStore {
                 .map_err(|e| t.db(&e))?;
             Ok(usize::try_from(released).unwrap_or(usize::MAX))
         })
+    }
+
+    /// Listens, on a connection of its own, for the notifications every store on this
+    /// database sends when a task of this schema ends (started by the first call).
+    fn watch_ends(&self) -> Option<broadcast::Receiver<TaskEnd>> {
+        let receiver = self.ends.subscribe();
+        self.listening.get_or_init(|| {
+            let listener = Listener {
+                config: self.config.clone(),
+                shown: self.shown.clone(),
+                schema: self.schema.clone(),
+                ends: Arc::downgrade(&self.ends),
+            };
+            let started = std::thread::Builder::new()
+                .name("mcp-task-ends-postgres".into())
+                .spawn(move || listener.run());
+            if let Err(error) = started {
+                tracing::warn!(database = %self.shown, error = %error, "the listener for tasks that end cannot be started: awaited tasks are looked up every third of a lease");
+            }
+        });
+        Some(receiver)
+    }
+}
+
+/// The thread that listens for the notifications of tasks that end, until the store is
+/// dropped; reconnected with backoff, and `Missed` told each time it listens anew.
+struct Listener {
+    config: postgres::Config,
+    shown: String,
+    schema: String,
+    ends: Weak<broadcast::Sender<TaskEnd>>,
+}
+
+impl Listener {
+    fn run(self) {
+        let mut backoff = Duration::from_millis(100);
+        while self.ends.strong_count() > 0 {
+            let listening = crate::postgres::open_bounded(&self.config, STATEMENT_TIMEOUT)
+                .and_then(|mut client| {
+                    client
+                        .batch_execute(&format!("LISTEN {ENDS_CHANNEL}"))
+                        .map_err(|e| crate::postgres::message(&e))?;
+                    Ok(client)
+                });
+            let mut client = match listening {
+                Ok(client) => client,
+                Err(error) => {
+                    tracing::warn!(database = %self.shown, error = %error, retry_ms = backoff.as_millis() as u64, "cannot listen for tasks that end: awaited tasks are looked up every third of a lease meanwhile");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(100);
+            // What ended before it listened (first, since the watch began; then, while it
+            // was away) is looked up.
+            self.tell(TaskEnd::Missed);
+            // Woken at least every second to see whether the store is still there.
+            'listening: while self.ends.strong_count() > 0 {
+                if client.is_closed() {
+                    tracing::warn!(database = %self.shown, "the listener for tasks that end lost its connection: reconnecting");
+                    break;
+                }
+                let mut notifications = client.notifications();
+                let mut news = notifications.timeout_iter(Duration::from_secs(1));
+                loop {
+                    match FallibleIterator::next(&mut news) {
+                        Ok(Some(note)) => {
+                            if let Some(key) = self.parse(note.payload()) {
+                                self.tell(TaskEnd::Ended(key));
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(database = %self.shown, error = %crate::postgres::message(&error), "the listener for tasks that end lost its connection: reconnecting");
+                            break 'listening;
+                        }
+                        Ok(None) => break,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The key a notification names, if it is of this store's schema.
+    fn parse(&self, payload: &str) -> Option<TaskKey> {
+        let [schema, server, task_id]: [String; 3] = serde_json::from_str(payload).ok()?;
+        (schema == self.schema).then(|| TaskKey::new(server, task_id))
+    }
+
+    fn tell(&self, end: TaskEnd) {
+        if let Some(ends) = self.ends.upgrade() {
+            // No receiver (no actor listens now): nobody to tell.
+            let _ = ends.send(end);
+        }
     }
 }
 

@@ -237,6 +237,25 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = server;
         Ok(0)
     }
+
+    /// News of tasks that end, on any process, for a store with [`lease`](Self::lease)s: a
+    /// process that awaits a task another polls looks it up when told it ended, rather than
+    /// at its next look every third of a lease. `None` (the default): no news; the looks
+    /// alone find the outcomes (a store of one process needs neither).
+    fn watch_ends(&self) -> Option<tokio::sync::broadcast::Receiver<TaskEnd>> {
+        None
+    }
+}
+
+/// What [`TaskStore::watch_ends`] tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskEnd {
+    /// This task ended (its outcome, if any, is stored).
+    Ended(TaskKey),
+    /// News may have been missed (the store's listener reconnected): look up every task
+    /// awaited.
+    Missed,
 }
 
 /// Whether a task is purged at `now` (the rule of [`TaskStore::purge`], shared by the stores

@@ -594,6 +594,60 @@ mod postgres_store {
         assert!(!shown.contains("hunter2"), "{shown}");
     }
 
+    /// The news of tasks that end (`LISTEN`/`NOTIFY`): every store of the schema hears it,
+    /// a store of another schema does not, and a listener that lost its connection says
+    /// news may have been missed once it listens again.
+    #[actix::test]
+    async fn a_task_that_ends_is_news_to_the_stores_of_its_schema_and_a_lost_listener_says_so() {
+        async fn next(news: &mut tokio::sync::broadcast::Receiver<TaskEnd>) -> TaskEnd {
+            tokio::time::timeout(Duration::from_secs(20), news.recv())
+                .await
+                .expect("news within 20 s")
+                .expect("the store is there")
+        }
+        let schema = schema();
+        let writer = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        let reader = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        let apart = fresh();
+        let mut news = reader.watch_ends().unwrap();
+        let mut apart_news = apart.watch_ends().unwrap();
+        // Listening: each says so first.
+        assert_eq!(next(&mut news).await, TaskEnd::Missed);
+        assert_eq!(next(&mut apart_news).await, TaskEnd::Missed);
+
+        assert!(writer.insert(&record("fs", "t-1", 1)).unwrap());
+        assert!(writer
+            .finish(&key("fs", "t-1"), TaskStatus::Failed, None)
+            .unwrap());
+        assert_eq!(next(&mut news).await, TaskEnd::Ended(key("fs", "t-1")));
+        // In commit order on one channel: had the first reached the other schema's store, it
+        // would come before this one's own.
+        assert!(apart.insert(&record("fs", "t-2", 1)).unwrap());
+        assert!(apart
+            .finish(&key("fs", "t-2"), TaskStatus::Failed, None)
+            .unwrap());
+        assert_eq!(
+            next(&mut apart_news).await,
+            TaskEnd::Ended(key("fs", "t-2"))
+        );
+
+        // The listeners' connections are cut (the database restarted, say).
+        let target = target();
+        tokio::task::spawn_blocking(move || {
+            let mut admin = ::postgres::Client::connect(&target, ::postgres::NoTls).unwrap();
+            admin
+                .execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE query = 'LISTEN mcp_task_ends' AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap();
+        })
+        .await
+        .unwrap();
+        assert_eq!(next(&mut news).await, TaskEnd::Missed, "listening again");
+    }
+
     /// Where a service makes its store: inside its async runtime (`#[actix::main]`), where the
     /// client's own runtime cannot start; the store's thread connects.
     #[actix::test]

@@ -18,7 +18,8 @@ use crate::error::Error;
 use crate::protocol::text::server_text;
 use crate::session::{LeaseTend, Restored, TaskWrite};
 use crate::tasks::{
-    server_identity, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError, TaskUpdate,
+    server_identity, TaskEnd, TaskKey, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
+    TaskUpdate,
 };
 
 /// Tasks taken over in one tending of the leases at most; the rest wait for the next.
@@ -255,7 +256,19 @@ impl TaskPersistence {
                 }
             }
         }
-        let looked_up: Vec<String> = unheld.iter().chain(&elsewhere).cloned().collect();
+        self.look_up(unheld, &elsewhere, &mut tend);
+        crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
+        tend
+    }
+
+    /// Looks up, in one read, the tasks polled here whose lease was not renewed (`unheld`)
+    /// and those followed `elsewhere`: `tend` gets the lost leases (an unheld task the store
+    /// has) and the outcomes of those that ended.
+    fn look_up(&self, unheld: Vec<String>, elsewhere: &[String], tend: &mut LeaseTend) {
+        let looked_up: Vec<String> = unheld.iter().chain(elsewhere).cloned().collect();
+        if looked_up.is_empty() {
+            return;
+        }
         match self.store.get_many(&self.server, &looked_up) {
             Ok(records) => {
                 let by_id: HashMap<&str, &TaskRecord> =
@@ -279,7 +292,27 @@ impl TaskPersistence {
                 tracing::warn!(server = %self.server, error = %error, "the task store could not be read for the tasks other replicas poll");
             }
         }
-        crate::telemetry::task_leases_moved(&self.server, tend.taken.len(), tend.lost.len());
+    }
+
+    /// The store's news of tasks that end, if it has any ([`TaskStore::watch_ends`]).
+    pub fn watch_ends(&self) -> Option<tokio::sync::broadcast::Receiver<TaskEnd>> {
+        self.store.watch_ends()
+    }
+
+    /// What the store's news `end` means for the tasks followed `elsewhere`: the outcomes of
+    /// those it names that ended (all of them, when news was missed). Nothing else is asked
+    /// of the store: no lease is renewed or taken.
+    pub fn ended(&self, end: &TaskEnd, elsewhere: Vec<String>) -> LeaseTend {
+        let mut tend = LeaseTend::default();
+        let named: Vec<String> = match end {
+            TaskEnd::Ended(key) if key.server() == self.server => elsewhere
+                .into_iter()
+                .filter(|id| id == key.task_id())
+                .collect(),
+            TaskEnd::Ended(_) => Vec::new(),
+            _ => elsewhere,
+        };
+        self.look_up(Vec::new(), &named, &mut tend);
         tend
     }
 

@@ -352,6 +352,34 @@ async fn a_task_of_a_killed_replica_is_taken_over_and_its_outcome_delivered_once
     assert_eq!(server.stats().task_ids(), [id], "the tool ran once");
 }
 
+/// A replica that awaits a task another polls hears of its end from the database
+/// (`LISTEN`/`NOTIFY`) and delivers it then. With leases of an hour its own looks are twenty
+/// minutes apart: only the news can bring the outcome within the replica's 60 s wait.
+#[actix::test]
+async fn a_task_that_ends_on_one_replica_is_delivered_at_once_to_its_caller_on_another() {
+    const TEST: &str =
+        "a_task_that_ends_on_one_replica_is_delivered_at_once_to_its_caller_on_another";
+    if let Ok(spec) = std::env::var(CHILD) {
+        return replica(&spec).await;
+    }
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().task_poll_ms(50);
+    let schema = schema("news");
+    let hour = Duration::from_secs(3600);
+    let mut r0 = Replica::start(TEST, "r0", &server, &schema, hour).await;
+    let mut r1 = Replica::start(TEST, "r1", &server, &schema, hour).await;
+    // Long enough for r1 to be waiting before it ends.
+    let ids = r0.start_tasks(1, 2000).await;
+    r1.await_tasks(&ids);
+    let answers = r1.answers(1).await;
+    assert_eq!(answers[&ids[0]], "RESULT built", "{answers:?}");
+    assert_eq!(
+        polled_in_turns(&server, &ids[0]),
+        ["r0"],
+        "polled by r0 alone"
+    );
+}
+
 #[actix::test]
 async fn a_thousand_tasks_over_three_replicas_one_killed_are_each_polled_by_one_at_a_time() {
     const TEST: &str =
