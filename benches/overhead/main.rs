@@ -28,6 +28,9 @@
 //!    against the sum of the poll intervals it asked for, RSS per task in flight, and the time
 //!    from a task's completion to its caller's answer; then the same with the server telling
 //!    of each completion (`notifications/tasks` on a listen naming the tasks).
+//! 7. A fleet (with `--features postgres` and `MCP_SUPERVISOR_TEST_POSTGRES`): three replica
+//!    processes sharing a `PostgresTaskStore`: takeover time after a kill -9, tasks started
+//!    per second across the three, and the database's load per task in flight.
 //!
 //! Prints a table and writes `target/bench/summary.json` (and `target/bench/table.md`).
 //! `--pin` runs every child under `taskset -c 0`, so the client and its server share a core.
@@ -40,7 +43,7 @@
 //! [`stdio`] (one file per client), [`http`], [`recovery`], [`replacement`] (a restart without
 //! a failed call), [`scale`] and [`herd`] (which runs
 //! on scale's fleets, in scale's child, and adds its rows to scale's table), [`tasks`] (many
-//! tasks polled at once). Shared
+//! tasks polled at once), `fleet` (replicas sharing PostgreSQL). Shared
 //! rooms: [`plan`] (the sizes of a quick and a full run), [`child`] (re-executing this binary),
 //! [`workload`] (serial and concurrent load), [`echo`] (the call every client makes),
 //! [`supervised`] (our runtime for one server), [`watcher`] (Ready, from the supervisor's
@@ -52,6 +55,8 @@ mod http_server;
 
 mod child;
 mod echo;
+#[cfg(feature = "postgres")]
+mod fleet;
 mod herd;
 mod http;
 mod plan;
@@ -176,6 +181,20 @@ fn orchestrate(plan: &Plan) {
         Duration::from_secs(300),
     );
 
+    // 7. A fleet sharing PostgreSQL (feature `postgres`).
+    #[cfg(feature = "postgres")]
+    let fleet = child::run(
+        plan,
+        &[
+            "fleet",
+            &plan.fleet_kills.to_string(),
+            &plan.fleet_kill_tasks.to_string(),
+            &plan.fleet_tasks.to_string(),
+            &plan.fleet_window_ms.to_string(),
+        ],
+        Duration::from_secs(600),
+    );
+
     let mut report = Report::default();
     stdio::report(&mut report, plan, &stdio);
     http::report(&mut report, &http);
@@ -184,6 +203,10 @@ fn orchestrate(plan: &Plan) {
     scale::report(&mut report, &scale); // with the herd's rows
     tasks::report(&mut report, &tasks);
     tasks::report_notified(&mut report, &tasks_notified);
+    #[cfg(feature = "postgres")]
+    fleet::report(&mut report, &fleet);
+    #[cfg(not(feature = "postgres"))]
+    report.line("The fleet (replicas sharing PostgreSQL) needs `--features postgres` and `MCP_SUPERVISOR_TEST_POSTGRES`.\n");
     report.footer(plan, &machine);
     report.write(started);
 }
@@ -218,6 +241,14 @@ fn child_main(args: &[String]) {
             what == "tasks-notified",
         )),
         Some("stdio-stop") => system.block_on(scale::stop_child()),
+        #[cfg(feature = "postgres")]
+        Some("fleet") => system.block_on(fleet::child(arg(1), arg(2), arg(3), arg(4) as u64)),
+        #[cfg(feature = "postgres")]
+        Some("fleet-replica") => {
+            let text = |i: usize| args.get(i).expect("a replica's argument").as_str();
+            system.block_on(fleet::replica(text(1), text(2), text(3)));
+            return;
+        }
         Some("http-server") => {
             system.block_on(server_process::child());
             return;

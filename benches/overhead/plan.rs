@@ -17,6 +17,13 @@ pub(crate) struct Plan {
     pub(crate) tasks: usize,
     pub(crate) task_ms: u64,
     pub(crate) task_poll_ms: u64,
+    /// The fleet (feature `postgres`): kills of a replica holding `fleet_kill_tasks` tasks,
+    /// then `fleet_tasks` started by each of three replicas, and the database's load with
+    /// them in flight over `fleet_window_ms`.
+    pub(crate) fleet_kills: usize,
+    pub(crate) fleet_kill_tasks: usize,
+    pub(crate) fleet_tasks: usize,
+    pub(crate) fleet_window_ms: u64,
 }
 
 impl Plan {
@@ -36,6 +43,10 @@ impl Plan {
                 tasks: 200,
                 task_ms: 500,
                 task_poll_ms: 100,
+                fleet_kills: 2,
+                fleet_kill_tasks: 20,
+                fleet_tasks: 100,
+                fleet_window_ms: 3_000,
             }
         } else {
             Plan {
@@ -52,6 +63,10 @@ impl Plan {
                 tasks: 1_000,
                 task_ms: 2_000,
                 task_poll_ms: 200,
+                fleet_kills: 5,
+                fleet_kill_tasks: 100,
+                fleet_tasks: 1_000,
+                fleet_window_ms: 10_000,
             }
         }
     }

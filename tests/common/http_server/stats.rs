@@ -107,6 +107,12 @@ impl Stats {
         super::tasks::pollers(&self.0, id)
     }
 
+    /// [`task_pollers`](Self::task_pollers), with when each run of polls began (a
+    /// benchmark's takeover time: from a replica's death to the next run's start).
+    pub fn task_poller_runs(&self, id: &str) -> Vec<(String, Instant)> {
+        super::tasks::poller_runs(&self.0, id)
+    }
+
     /// The ids of the tasks `job` made so far.
     pub fn task_ids(&self) -> Vec<String> {
         super::tasks::ids(&self.0)

@@ -32,8 +32,10 @@ struct Job {
     text: String,
     cancelled: bool,
     polls: usize,
-    /// Who polled it (`X-Replica`), a run of polls each: `[a, b]` is "a, then b took over".
+    /// Who polled it (`X-Replica`), a run of polls each: `[a, b]` is "a, then b took over";
+    /// and when each run began.
     pollers: Vec<String>,
+    runs_began: Vec<Instant>,
 }
 
 /// The schema of `job`, callable in the modern era (never listed).
@@ -82,6 +84,7 @@ pub(super) fn create(state: &Shared, args: &Value) -> Value {
         cancelled: false,
         polls: 0,
         pollers: Vec::new(),
+        runs_began: Vec::new(),
     };
     let mut task = task_json(&id, &job, poll_ms);
     task["resultType"] = json!("task");
@@ -132,6 +135,7 @@ pub(super) fn answer(
             let replica = replica.unwrap_or("");
             if job.pollers.last().map(String::as_str) != Some(replica) {
                 job.pollers.push(replica.to_owned());
+                job.runs_began.push(Instant::now());
             }
             Ok(task_json(id, job, poll_ms))
         }
@@ -160,6 +164,17 @@ pub(super) fn pollers(state: &Shared, id: &str) -> Vec<String> {
         .jobs
         .get(id)
         .map_or_else(Vec::new, |j| j.pollers.clone())
+}
+
+/// When each run of polls of task `id` began, with its poller (see [`pollers`]).
+pub(super) fn poller_runs(state: &Shared, id: &str) -> Vec<(String, Instant)> {
+    lock(&state.jobs).jobs.get(id).map_or_else(Vec::new, |j| {
+        j.pollers
+            .iter()
+            .cloned()
+            .zip(j.runs_began.iter().copied())
+            .collect()
+    })
 }
 
 /// The ids of the tasks made so far.
