@@ -111,12 +111,15 @@ pub(crate) fn message(e: &postgres::Error) -> String {
     }
 }
 
+/// Serializes the migrations of every store on one database, of tasks and of tokens alike:
+/// two that create one schema at once would collide in the catalog. (The task store's key
+/// since its first version, so that older binaries starting beside newer ones wait too.)
+const MIGRATION_LOCK: i64 = 0x6d63_705f_7461_736b; // "mcp_task"
+
 /// A store's tables: how to bring them to the newest version.
 pub(crate) struct Schema {
     /// The table (in the store's schema) that holds the version its tables are at.
     pub versions: &'static str,
-    /// The advisory lock that serializes the migrations of every such store on a database.
-    pub lock: i64,
     /// One step per version: step `i` takes the tables from version `i` to `i + 1`. Steps
     /// are only ever appended, and each is idempotent too (`IF NOT EXISTS`). `{schema}` is
     /// the store's schema, quoted.
@@ -124,7 +127,9 @@ pub(crate) struct Schema {
 }
 
 /// Connects to `config` (no schema migrated), with every statement bounded by
-/// `statement_timeout` and every lock wait by as much.
+/// `statement_timeout` and every lock wait by as much. The server watches the connection too
+/// (keepalives, a TCP user timeout): a client whose host died, rather than its process, has
+/// its locks released in seconds, not when the kernel's defaults give up, hours later.
 pub(crate) fn open_bounded(
     config: &postgres::Config,
     statement_timeout: Duration,
@@ -133,7 +138,10 @@ pub(crate) fn open_bounded(
     let ms = statement_timeout.as_millis();
     client
         .batch_execute(&format!(
-            "SET statement_timeout = {ms}; SET lock_timeout = {ms}"
+            "SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
+             SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 2; \
+             SET tcp_keepalives_count = 3; SET tcp_user_timeout = {}",
+            TCP_USER_TIMEOUT.as_millis()
         ))
         .map_err(|e| message(&e))?;
     Ok(client)
@@ -211,7 +219,7 @@ impl Connection {
 fn migrate(client: &mut Client, schema: &str, tables: &Schema) -> Result<(), String> {
     let db = |e: postgres::Error| message(&e);
     let mut tx = client.transaction().map_err(db)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&tables.lock])
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .map_err(db)?;
     // Only what is missing is created: `CREATE SCHEMA IF NOT EXISTS` needs the CREATE
     // privilege on the database even when the schema is there, which a role that owns only

@@ -21,8 +21,9 @@ use super::enterprise::id_jag;
 use super::failure::Failure;
 use super::grant::{Client, Grant, TokenRequest};
 use super::metadata::check_pkce;
-use super::Tokens;
+use super::{RenewalGuard, Tokens};
 use crate::config::OAuthConfig;
+use std::rc::Rc;
 
 /// The scopes to ask for first.
 pub(crate) fn initial_scope(
@@ -96,6 +97,7 @@ pub(crate) async fn authorize(
     found: &Found,
     client: &Client,
     scope: Option<&str>,
+    fleet: Option<Rc<RenewalGuard>>,
 ) -> Result<Tokens, Failure> {
     let name = server.name;
     if config.headless {
@@ -142,6 +144,7 @@ pub(crate) async fn authorize(
         found: found.clone(),
         client: client.clone(),
         scope: scope.map(Into::into),
+        fleet,
     };
     config
         .sign_ins
@@ -167,6 +170,10 @@ struct SignIn {
     found: Found,
     client: Client,
     scope: Option<String>,
+    /// The store's renewal lock, held until the sign-in ends (another process waits for its
+    /// tokens rather than ask the user too), whether or not the attempt that started it is
+    /// still there.
+    fleet: Option<Rc<RenewalGuard>>,
 }
 
 impl SignIn {
@@ -182,6 +189,7 @@ impl SignIn {
             found,
             client,
             scope,
+            fleet: _fleet,
         } = self;
         let authorizer = config
             .authorizer

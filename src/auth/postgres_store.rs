@@ -20,13 +20,16 @@
 //! fails instead, and the call that needed it is answered `unavailable`.
 //!
 //! The tokens are as confidential as the database: they are stored as they were issued, so
-//! grant these tables to the service's role alone.
+//! grant these tables to the service's role alone, and give each application a schema of its
+//! own (tokens are kept by MCP server URL: two applications in one schema would share their
+//! users' tokens). The connection is not encrypted yet (no TLS): keep the database on a
+//! private network.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::Row;
 
+use super::store::LocalRenewal;
 use super::{
     IssuerBinding, Registration, RenewalFuture, RenewalGuard, Secret, TokenStore, TokenStoreError,
     Tokens,
@@ -37,7 +40,6 @@ use crate::tasks::record::{time_from_nanos, time_nanos};
 /// The token tables, one step per version (see the task store's for the rules).
 static TABLES: Schema = Schema {
     versions: "token_schema_version",
-    lock: 0x6d63_705f_746f_6b6e, // "mcp_tokn"
     steps: &[
         // Version 1. Times are signed 64-bit nanoseconds since the epoch, as in the task
         // tables, so that tokens read back exactly as written (the provider compares them).
@@ -163,15 +165,14 @@ impl PostgresTokenStore {
         self.failures.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Runs `f` in a transaction on the store's connection; a failure is logged (what was
-    /// done and why, never a value) and counted, and is `None`.
-    fn run<T: Send + 'static>(
+    /// Runs `f` in a transaction on the store's connection. `Err`: what failed (never a
+    /// value), counted.
+    fn try_run<T: Send + 'static>(
         &self,
-        doing: &'static str,
         f: impl FnOnce(&mut postgres::Transaction<'_>, &str) -> Result<T, postgres::Error>
             + Send
             + 'static,
-    ) -> Option<T> {
+    ) -> Result<T, TokenStoreError> {
         let outcome = self.worker.run(
             move |c| {
                 let schema = c.schema.clone();
@@ -182,22 +183,47 @@ impl PostgresTokenStore {
             },
             |e| e,
         );
-        match outcome {
+        outcome.map_err(|message| {
+            self.failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            TokenStoreError::Database {
+                database: self.shown.clone(),
+                message,
+            }
+        })
+    }
+
+    /// [`try_run`](Self::try_run), a failure logged (what was being done, and why) and
+    /// `None`: for the trait's methods, which cannot fail.
+    fn run<T: Send + 'static>(
+        &self,
+        doing: &'static str,
+        f: impl FnOnce(&mut postgres::Transaction<'_>, &str) -> Result<T, postgres::Error>
+            + Send
+            + 'static,
+    ) -> Option<T> {
+        match self.try_run(f) {
             Ok(value) => Some(value),
             Err(error) => {
-                self.failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::warn!(database = %self.shown, doing, error = %error, "the token store failed");
+                tracing::warn!(doing, error = %error, "the token store failed");
                 None
             }
         }
     }
-}
 
-impl TokenStore for PostgresTokenStore {
-    fn tokens(&self, server_url: &str) -> Option<Tokens> {
+    /// A value read back that cannot be used: logged (which column, never its value) and
+    /// counted.
+    fn unreadable(&self, what: &'static str, why: &str) {
+        self.failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(database = %self.shown, what, why, "a stored value cannot be read: not using it");
+    }
+
+    /// The tokens of `server_url`; `Err` when the database cannot say. Tokens stored that
+    /// cannot be read are none (logged, counted).
+    fn read_tokens(&self, server_url: &str) -> Result<Option<Tokens>, TokenStoreError> {
         let url = server_url.to_owned();
-        let row = self.run("reading tokens", move |tx, schema| {
+        let row = self.try_run(move |tx, schema| {
             tx.query_opt(
                 &format!(
                     "SELECT issuer, access_token, refresh_token, expires_at, scope, dpop \
@@ -205,25 +231,23 @@ impl TokenStore for PostgresTokenStore {
                 ),
                 &[&url],
             )
-        })??;
-        match parse_tokens(&row) {
+        })?;
+        Ok(row.and_then(|row| match parse_tokens(&row) {
             Ok(tokens) => Some(tokens),
-            Err(why) => {
-                self.failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::warn!(database = %self.shown, why, "stored tokens that cannot be read: not using them");
+            Err(column) => {
+                self.unreadable("tokens", column);
                 None
             }
-        }
+        }))
     }
 
-    fn save_tokens(&self, server_url: &str, tokens: Tokens) {
+    fn write_tokens(&self, server_url: &str, tokens: Tokens) -> Result<(), TokenStoreError> {
         // An expiry beyond 2262 (past 64-bit nanoseconds) is as good as none.
         let expires_at = tokens
             .expires_at
             .and_then(|at| time_nanos("expiry", at).ok());
         let url = server_url.to_owned();
-        self.run("saving tokens", move |tx, schema| {
+        self.try_run(move |tx, schema| {
             tx.execute(
                 &format!(
                     "INSERT INTO {schema}.oauth_tokens
@@ -244,7 +268,33 @@ impl TokenStore for PostgresTokenStore {
                     &tokens.dpop,
                 ],
             )
-        });
+        })
+        .map(|_| ())
+    }
+}
+
+impl TokenStore for PostgresTokenStore {
+    fn tokens(&self, server_url: &str) -> Option<Tokens> {
+        self.read_tokens(server_url)
+            .map_err(
+                |error| tracing::warn!(error = %error, "the token store could not read tokens"),
+            )
+            .ok()
+            .flatten()
+    }
+
+    fn save_tokens(&self, server_url: &str, tokens: Tokens) {
+        if let Err(error) = self.write_tokens(server_url, tokens) {
+            tracing::warn!(error = %error, "the token store could not save tokens");
+        }
+    }
+
+    fn tokens_for_renewal(&self, server_url: &str) -> Result<Option<Tokens>, TokenStoreError> {
+        self.read_tokens(server_url)
+    }
+
+    fn save_renewed_tokens(&self, server_url: &str, tokens: Tokens) -> Result<(), TokenStoreError> {
+        self.write_tokens(server_url, tokens)
     }
 
     fn clear_tokens(&self, server_url: &str) {
@@ -276,7 +326,9 @@ impl TokenStore for PostgresTokenStore {
                 auth_method: row.try_get(3)?,
             })
         };
-        read().ok()
+        read()
+            .map_err(|_| self.unreadable("registration", "a column of the wrong type"))
+            .ok()
     }
 
     fn save_registration(&self, issuer: &str, registration: Registration) {
@@ -311,10 +363,13 @@ impl TokenStore for PostgresTokenStore {
                 &[&url],
             )
         })??;
-        Some(IssuerBinding::new(
-            row.try_get::<_, String>(0).ok()?,
-            row.try_get::<_, String>(1).ok()?,
-        ))
+        match (row.try_get::<_, String>(0), row.try_get::<_, String>(1)) {
+            (Ok(client_id), Ok(issuer)) => Some(IssuerBinding::new(client_id, issuer)),
+            _ => {
+                self.unreadable("issuer binding", "a column of the wrong type");
+                None
+            }
+        }
     }
 
     fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding) {
@@ -332,73 +387,82 @@ impl TokenStore for PostgresTokenStore {
         });
     }
 
-    /// The server's row in `oauth_renewals`, locked (`FOR UPDATE`) in a transaction on a
-    /// connection of its own, held open on a thread of its own until the guard is dropped.
+    /// The renewals of this server in this process first (one connection waits per process,
+    /// not one per waiter), then the server's row in `oauth_renewals`, locked (`FOR UPDATE`)
+    /// in a transaction on a connection of its own, held open on a thread of its own until
+    /// the guard is dropped.
     fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
-        let (granted, grant) = tokio::sync::oneshot::channel();
         let config = self.config.clone();
         let schema = self.schema.clone();
-        let shown: Arc<str> = self.shown.as_str().into();
+        let shown = self.shown.clone();
         let url = server_url.to_owned();
-        let db = {
-            let shown = shown.clone();
-            move |message: String| TokenStoreError::Database {
-                database: shown.to_string(),
-                message,
-            }
-        };
-        let holder = {
-            let db = db.clone();
-            move || {
-                let locked = (|| -> Result<postgres::Client, String> {
-                    let mut client = crate::postgres::open_bounded(&config, LOCK_WAIT)?;
-                    let sql = |e: postgres::Error| crate::postgres::message(&e);
-                    client
-                        .execute(
-                            &format!(
-                                "INSERT INTO {schema}.oauth_renewals (server_url) VALUES ($1) \
-                                 ON CONFLICT DO NOTHING"
-                            ),
-                            &[&url],
-                        )
-                        .map_err(sql)?;
-                    client.batch_execute("BEGIN").map_err(sql)?;
-                    client
-                        .execute(
-                            &format!(
-                                "SELECT 1 FROM {schema}.oauth_renewals WHERE server_url = $1 \
-                                 FOR UPDATE"
-                            ),
-                            &[&url],
-                        )
-                        .map_err(sql)?;
-                    Ok(client)
-                })();
-                match locked {
-                    Ok(mut client) => {
-                        let (release, released) = std::sync::mpsc::channel::<()>();
-                        // Not taken (the waiter gave up): given back at once.
-                        if granted.send(Ok(RenewalGuard::holding(release))).is_ok() {
-                            // Until the guard, and the sender in it, is dropped.
-                            let _ = released.recv();
-                        }
-                        let _ = client.batch_execute("COMMIT");
-                    }
-                    Err(e) => {
-                        let _ = granted.send(Err(db(e)));
-                    }
-                }
-            }
-        };
-        let started = std::thread::Builder::new()
-            .name("mcp-token-renewal".into())
-            .spawn(holder);
         Box::pin(async move {
-            started.map_err(|e| db(format!("the renewal lock's thread cannot be started: {e}")))?;
-            grant
-                .await
-                .unwrap_or_else(|_| Err(db("the renewal lock's thread ended".into())))
+            let db = |message: String| TokenStoreError::Database {
+                database: shown.clone(),
+                message,
+            };
+            let local = LocalRenewal::lock(url.clone()).await;
+            let (granted, grant) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("mcp-token-renewal".into())
+                .spawn(move || hold_renewal(&config, &schema, &url, granted))
+                .map_err(|e| db(format!("the renewal lock's thread cannot be started: {e}")))?;
+            match grant.await {
+                Ok(Ok(release)) => Ok(RenewalGuard::holding((local, release))),
+                Ok(Err(message)) => Err(db(message)),
+                Err(_) => Err(db("the renewal lock's thread ended".into())),
+            }
         })
+    }
+}
+
+/// On a thread of its own: locks `url`'s row in `oauth_renewals` on a connection of its own,
+/// tells `granted`, and holds the lock until the sender it gave is dropped (at once, if
+/// nobody took it: the waiter gave up).
+fn hold_renewal(
+    config: &postgres::Config,
+    schema: &str,
+    url: &str,
+    granted: tokio::sync::oneshot::Sender<Result<std::sync::mpsc::Sender<()>, String>>,
+) {
+    let locked = (|| -> Result<postgres::Client, String> {
+        let mut client = crate::postgres::open_bounded(config, LOCK_WAIT)?;
+        let sql = |e: postgres::Error| crate::postgres::message(&e);
+        // The transaction stays open, idle, for as long as the renewal takes: a server or
+        // role that ends idle transactions would end the lock under the renewer.
+        client
+            .batch_execute("SET idle_in_transaction_session_timeout = 0")
+            .map_err(sql)?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {schema}.oauth_renewals (server_url) VALUES ($1) \
+                     ON CONFLICT DO NOTHING"
+                ),
+                &[&url],
+            )
+            .map_err(sql)?;
+        client.batch_execute("BEGIN").map_err(sql)?;
+        client
+            .execute(
+                &format!("SELECT 1 FROM {schema}.oauth_renewals WHERE server_url = $1 FOR UPDATE"),
+                &[&url],
+            )
+            .map_err(sql)?;
+        Ok(client)
+    })();
+    match locked {
+        Ok(mut client) => {
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            if granted.send(Ok(release)).is_ok() {
+                // Until the guard, and the sender in it, is dropped.
+                let _ = released.recv();
+            }
+            let _ = client.batch_execute("COMMIT");
+        }
+        Err(e) => {
+            let _ = granted.send(Err(e));
+        }
     }
 }
 
@@ -454,8 +518,86 @@ mod tests {
         let other = PostgresTokenStore::connect_in(&target, &schema).unwrap();
         assert_eq!(other.tokens("u"), Some(tokens));
         assert_eq!(store.failures(), 0);
-        let shown = format!("{store:?}");
-        assert!(shown.contains("postgresql://"), "{shown}");
+        // A password in the target is never shown (the test server trusts loopback).
+        let with_password =
+            PostgresTokenStore::connect_in(&format!("{target} password=hunter2"), &schema).unwrap();
+        let shown = format!("{with_password:?}");
+        assert!(
+            shown.contains("postgresql://postgres@127.0.0.1:"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    /// Found by review: the task and token stores creating one new schema at once collided
+    /// in the catalog (each under its own migration lock). One lock serializes them now.
+    #[test]
+    fn task_and_token_stores_starting_at_once_on_a_new_schema_both_start() {
+        for round in 0..5 {
+            let schema = format!("together_{}_{round}", std::process::id());
+            let target = crate::tasks::tests::postgres_target();
+            let (t1, s1) = (target.clone(), schema.clone());
+            let tasks = std::thread::spawn(move || {
+                crate::tasks::PostgresTaskStore::connect_in(&t1, &s1).map(|_| ())
+            });
+            let tokens = PostgresTokenStore::connect_in(&target, &schema).map(|_| ());
+            assert_eq!(tokens, Ok(()), "round {round}");
+            assert!(tasks.join().unwrap().is_ok(), "round {round}");
+        }
+    }
+
+    /// Another replica's side of the row lock: what `lock_renewal` does in another process,
+    /// without this process's own lock in front (it would wait here, not in the database).
+    fn other_replica(
+        store: &PostgresTokenStore,
+        url: &str,
+    ) -> tokio::sync::oneshot::Receiver<Result<std::sync::mpsc::Sender<()>, String>> {
+        let (granted, grant) = tokio::sync::oneshot::channel();
+        let (config, schema, url) = (store.config.clone(), store.schema.clone(), url.to_owned());
+        std::thread::spawn(move || hold_renewal(&config, &schema, &url, granted));
+        grant
+    }
+
+    /// Whether a renewal lock of `schema` waits in the database (as `pg_stat_activity` shows).
+    async fn waiting_in_database(schema: &str) -> bool {
+        let (target, schema) = (crate::tasks::tests::postgres_target(), schema.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let mut client = crate::postgres::open_bounded(
+                &crate::postgres::config(&target).unwrap(),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                     AND query LIKE '%' || $1 || '%oauth_renewals%FOR UPDATE%'",
+                    &[&schema],
+                )
+                .unwrap();
+            row.get::<_, i64>(0) >= 1
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Waits until another replica's lock waits in the database, 20 s at most; it must not be
+    /// granted meanwhile.
+    async fn until_waiting<T: std::fmt::Debug>(
+        schema: &str,
+        waiting: &mut tokio::sync::oneshot::Receiver<T>,
+    ) {
+        let deadline = SystemTime::now() + Duration::from_secs(20);
+        loop {
+            tokio::select! {
+                biased;
+                granted = &mut *waiting => panic!("granted while another holds it: {granted:?}"),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            if waiting_in_database(schema).await {
+                return;
+            }
+            assert!(SystemTime::now() < deadline, "the waiter never blocked");
+        }
     }
 
     #[actix::test]
@@ -470,45 +612,27 @@ mod tests {
             .await
             .expect("another lock");
         drop(elsewhere);
-        let mut waiting = second.lock_renewal("https://mcp/one");
-        // The waiter is blocked in the database: it shows as waiting on a lock there.
-        fn blocked(target: &str) -> i64 {
-            let mut client = crate::postgres::open_bounded(
-                &crate::postgres::config(target).unwrap(),
-                Duration::from_secs(5),
-            )
-            .unwrap();
-            let row = client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                     AND query LIKE '%oauth_renewals%FOR UPDATE%'",
-                    &[],
-                )
-                .unwrap();
-            row.get::<_, i64>(0)
-        }
-        let deadline = SystemTime::now() + Duration::from_secs(20);
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut waiting => panic!("granted while another holds it"),
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-            let t = target.clone();
-            if tokio::task::spawn_blocking(move || blocked(&t))
-                .await
-                .unwrap()
-                == 1
-            {
-                break;
-            }
-            assert!(SystemTime::now() < deadline, "the waiter never blocked");
-        }
+        let mut waiting = other_replica(&second, "https://mcp/one");
+        until_waiting(&schema, &mut waiting).await;
         drop(held);
         let granted = tokio::time::timeout(Duration::from_secs(20), waiting)
             .await
             .expect("granted once the holder lets go");
-        assert!(granted.is_ok(), "{granted:?}");
+        assert!(matches!(granted, Ok(Ok(_))), "{granted:?}");
+        drop(granted);
+        // A waiter that gave up before it was granted leaves the lock free.
+        let held = first.lock_renewal("https://mcp/one").await.expect("a lock");
+        let mut abandoned = other_replica(&second, "https://mcp/one");
+        until_waiting(&schema, &mut abandoned).await;
+        drop(abandoned);
+        drop(held);
+        let again = tokio::time::timeout(
+            Duration::from_secs(20),
+            first.lock_renewal("https://mcp/one"),
+        )
+        .await
+        .expect("free again");
+        assert!(again.is_ok(), "{again:?}");
     }
 
     #[actix::test]
@@ -544,10 +668,50 @@ mod tests {
         assert_eq!(store.tokens("u"), None);
         store.save_tokens("u", Tokens::new("https://as", "a"));
         assert_eq!(store.failures(), 2);
+        // A renewal asks the fallible way: it learns the store cannot say.
+        let read = store.tokens_for_renewal("u");
+        assert!(
+            matches!(read, Err(TokenStoreError::Database { .. })),
+            "{read:?}"
+        );
+        let saved = store.save_renewed_tokens("u", Tokens::new("https://as", "b"));
+        assert!(
+            matches!(saved, Err(TokenStoreError::Database { .. })),
+            "{saved:?}"
+        );
         let lock = store.lock_renewal("u").await;
         assert!(
             matches!(lock, Err(TokenStoreError::Database { .. })),
             "{lock:?}"
         );
+    }
+
+    /// Found by review: a database (or role) that ends transactions left idle took the lock
+    /// from under its holder. The lock's connection turns that off for itself.
+    #[actix::test]
+    async fn a_held_renewal_lock_outlasts_an_idle_transaction_timeout() {
+        let (_, schema) = fresh();
+        let target = format!(
+            "{} options='-c idle_in_transaction_session_timeout=200'",
+            crate::tasks::tests::postgres_target()
+        );
+        let first = PostgresTokenStore::connect_in(&target, &schema).unwrap();
+        let held = first
+            .lock_renewal("https://mcp/idle")
+            .await
+            .expect("a lock");
+        let mut waiting = other_replica(&first, "https://mcp/idle");
+        until_waiting(&schema, &mut waiting).await;
+        // Idle in its transaction for five times the timeout: the scenario's time passing.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        assert!(
+            futures_util::poll!(&mut waiting).is_pending(),
+            "granted to another while the holder keeps it"
+        );
+        drop(held);
+        let granted = tokio::time::timeout(Duration::from_secs(20), waiting)
+            .await
+            .expect("granted once the holder lets go");
+        assert!(matches!(granted, Ok(Ok(_))), "{granted:?}");
     }
 }

@@ -41,6 +41,7 @@
 //! without its `Authorization` header.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -264,25 +265,31 @@ impl Provider {
         if !renewable {
             return;
         }
-        let _fleet = match self.renewal_lock().await {
-            Ok(guard) => guard,
+        // A refresh token is used once; a client credentials grant can be asked again.
+        let protects = old.refresh_token.is_some();
+        let meanwhile = async {
+            let fleet = self.renewal_lock(protects).await?;
+            Ok::<_, Failure>((self.saved_meanwhile(&found, Some(&old), protects)?, fleet))
+        };
+        let _fleet = match meanwhile.await {
+            Ok((Some(stored), _)) => {
+                tracing::debug!(server = %self.server, "using the tokens another renewal saved meanwhile");
+                self.state.borrow_mut().found = Some(found);
+                self.adopt(stored);
+                return;
+            }
+            Ok((None, fleet)) => fleet,
             Err(e) => {
-                tracing::warn!(server = %self.server, error = %server_text(e.reason()), "renewing the token ahead of its expiry: no renewal lock");
+                tracing::warn!(server = %self.server, error = %server_text(e.reason()), "renewing the token ahead of its expiry: not now");
                 self.pause(e.reason().to_owned());
                 return;
             }
         };
-        if let Some(stored) = self.saved_meanwhile(&found, Some(&old)) {
-            tracing::debug!(server = %self.server, "using the tokens another renewal saved meanwhile");
-            self.state.borrow_mut().found = Some(found);
-            self.adopt(stored);
-            return;
-        }
         let requested = self.state.borrow().requested.clone();
         let renewed = if old.refresh_token.is_some() {
             self.refresh(&found, &old).await
         } else {
-            self.full(&found, requested.as_deref()).await
+            self.full(&found, requested.as_deref(), None).await
         };
         match renewed {
             Ok(tokens) => {
@@ -369,9 +376,11 @@ impl Provider {
             }
             Err(failure) => return Err(failure),
         };
-        // Held to the end: what is renewed here is saved before another process looks.
-        let _fleet = self.renewal_lock().await?;
-        if let Some(stored) = self.saved_meanwhile(&found, old.as_ref()) {
+        // Held to the end (and by a sign-in that outlives this attempt): what is renewed here
+        // is saved before another process looks.
+        let protects = can_refresh || !self.config.headless;
+        let fleet = self.renewal_lock(protects).await?;
+        if let Some(stored) = self.saved_meanwhile(&found, old.as_ref(), protects)? {
             tracing::debug!(server = %self.server, "using the tokens saved meanwhile");
             self.state.borrow_mut().found = Some(found);
             self.adopt(stored);
@@ -414,31 +423,65 @@ impl Provider {
             }
         }
         let scope = initial_scope(challenge.and_then(Challenge::scope), &found, &self.config);
-        let tokens = self.full(&found, scope.as_deref()).await?;
+        let tokens = self.full(&found, scope.as_deref(), fleet).await?;
         self.state.borrow_mut().found = Some(found);
         self.set_tokens(tokens);
         Ok(())
     }
 
-    /// The store's renewal lock for these tokens, [`RENEWAL_WAIT`] at most.
-    async fn renewal_lock(&self) -> Result<RenewalGuard, Failure> {
-        let lock = self.config.store.lock_renewal(&self.url);
-        match tokio::time::timeout(RENEWAL_WAIT, lock).await {
-            Ok(Ok(guard)) => Ok(guard),
-            Ok(Err(e)) => Err(Failure::NotNow(format!("no renewal lock: {e}"))),
-            Err(_) => Err(Failure::NotNow(format!(
-                "another process has been renewing these tokens for {} s",
-                RENEWAL_WAIT.as_secs()
-            ))),
+    /// The store's renewal lock for these tokens, [`RENEWAL_WAIT`] at most; shared with a
+    /// sign-in this attempt starts, which may outlive it. `None`: a sign-in of this process is
+    /// in progress for the server and holds it (the attempt joins that sign-in), or the lock
+    /// failed and nothing `protects`: a renewal that uses no refresh token and asks no user
+    /// (a client credentials grant) goes on without it.
+    async fn renewal_lock(&self, protects: bool) -> Result<Option<Rc<RenewalGuard>>, Failure> {
+        if self.config.sign_ins.in_progress(&self.url) {
+            return Ok(None);
         }
+        let lock = self.config.store.lock_renewal(&self.url);
+        let failure = match tokio::time::timeout(RENEWAL_WAIT, lock).await {
+            Ok(Ok(guard)) => return Ok(Some(Rc::new(guard))),
+            Ok(Err(e)) => Failure::NotNow(format!("no renewal lock: {e}")),
+            Err(_) => Failure::NotNow(format!(
+                "another renewal of these tokens has been going on for {} s",
+                RENEWAL_WAIT.as_secs()
+            )),
+        };
+        if protects {
+            return Err(failure);
+        }
+        tracing::debug!(server = %self.server, reason = %server_text(failure.reason()), "renewing without the store's renewal lock (no refresh token, no user to ask)");
+        Ok(None)
     }
 
     /// Tokens in the store from the issuer found now, other than `old` and sendable: another
-    /// attempt, a sign-in that outlived one, or another process got them meanwhile.
-    fn saved_meanwhile(&self, found: &Found, old: Option<&Tokens>) -> Option<Tokens> {
-        self.config.store.tokens(&self.url).filter(|stored| {
-            stored.issuer == found.issuer && old != Some(stored) && stored.unsendable().is_none()
-        })
+    /// attempt, a sign-in that outlived one, or another process got them meanwhile. Compared
+    /// by the tokens themselves (a store may keep the expiry coarser than it was issued). A
+    /// store that cannot be read fails the renewal when it `protects` something: a refresh
+    /// from tokens another process renewed already would void the grant.
+    fn saved_meanwhile(
+        &self,
+        found: &Found,
+        old: Option<&Tokens>,
+        protects: bool,
+    ) -> Result<Option<Tokens>, Failure> {
+        let stored = match self.config.store.tokens_for_renewal(&self.url) {
+            Ok(stored) => stored,
+            Err(e) if protects => {
+                return Err(Failure::NotNow(format!(
+                    "the token store cannot be read: {e}"
+                )))
+            }
+            Err(_) => None,
+        };
+        let same = |a: &Tokens, b: &Tokens| {
+            a.access_token == b.access_token && a.refresh_token == b.refresh_token
+        };
+        Ok(stored.filter(|stored| {
+            stored.issuer == found.issuer
+                && !old.is_some_and(|old| same(old, stored))
+                && stored.unsendable().is_none()
+        }))
     }
 
     /// Refreshes, trying again [`REFRESH_TRIES`] times in all (with [`retry_backoff`]'s
@@ -514,7 +557,20 @@ impl Provider {
         self.state.borrow_mut().stepped_up.push(want.clone());
         let result = async {
             let found = discover(&self.http, &self.parsed, &self.url, challenge).await?;
-            let tokens = self.full(&found, Some(&want)).await?;
+            let protects = !self.config.headless;
+            let fleet = self.renewal_lock(protects).await?;
+            let old = self.state.borrow().tokens.clone();
+            // Another process that stepped up to these scopes meanwhile: its tokens serve.
+            if let Some(stored) = self.saved_meanwhile(&found, old.as_ref(), protects)? {
+                let scope = stored.scope.as_deref();
+                if union([scope, Some(&want)]) == union([scope]) {
+                    tracing::debug!(server = %self.server, "using the tokens another step-up saved meanwhile");
+                    self.state.borrow_mut().found = Some(found);
+                    self.adopt(stored);
+                    return Ok(());
+                }
+            }
+            let tokens = self.full(&found, Some(&want), fleet).await?;
             self.state.borrow_mut().found = Some(found);
             self.set_tokens(tokens);
             Ok(())
@@ -522,15 +578,30 @@ impl Provider {
         Some(result.await)
     }
 
-    /// A full authorization: identity, then the grant.
-    async fn full(&self, found: &Found, scope: Option<&str>) -> Result<Tokens, Failure> {
+    /// A full authorization: identity, then the grant; a sign-in it starts keeps `fleet` (the
+    /// renewal lock) until it ends.
+    async fn full(
+        &self,
+        found: &Found,
+        scope: Option<&str>,
+        fleet: Option<Rc<RenewalGuard>>,
+    ) -> Result<Tokens, Failure> {
         let client = identify(&self.http, &self.config, &self.url, found).await?;
         self.state.borrow_mut().requested = scope.map(Into::into);
         let server = For {
             name: &self.server,
             url: &self.url,
         };
-        let tokens = authorize(&self.http, server, &self.config, found, &client, scope).await?;
+        let tokens = authorize(
+            &self.http,
+            server,
+            &self.config,
+            found,
+            &client,
+            scope,
+            fleet,
+        )
+        .await?;
         tracing::info!(server = %self.server, issuer = %server_text(&found.issuer), expires = ?tokens.expires_at, "authorized");
         Ok(tokens)
     }
@@ -562,8 +633,16 @@ impl Provider {
         })
     }
 
+    /// Saves renewed tokens and sends them from now on. Tokens that cannot be saved still
+    /// serve this connection; another process sharing the store would renew from the old.
     fn set_tokens(&self, tokens: Tokens) {
-        self.config.store.save_tokens(&self.url, tokens.clone());
+        if let Err(e) = self
+            .config
+            .store
+            .save_renewed_tokens(&self.url, tokens.clone())
+        {
+            tracing::error!(server = %self.server, error = %e, "the renewed tokens could not be saved: they serve this connection, and another process sharing the store renews from the old ones");
+        }
         self.adopt(tokens);
     }
 

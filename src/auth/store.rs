@@ -154,18 +154,79 @@ pub trait TokenStore: Send + Sync + 'static {
     fn save_issuer_binding(&self, server_url: &str, binding: IssuerBinding);
 
     /// Waits for the right to renew the tokens of the MCP server at `server_url` (refresh
-    /// them, or authorize anew) and holds it until the guard is dropped, for every process
-    /// that shares this store. A store that processes share must serialize renewals: two
-    /// processes refreshing one rotated refresh token at once would void the grant for all,
-    /// and two signing in would ask the user twice. The renewer reads the store again once
-    /// it holds the right, and takes what another process saved meanwhile instead of renewing.
+    /// them, or authorize anew) and holds it until the guard is dropped. A store that
+    /// processes share must serialize renewals across them: two processes refreshing one
+    /// rotated refresh token at once would void the grant for all, and two signing in would
+    /// ask the user twice. The renewer reads the store again once it holds the right
+    /// ([`tokens_for_renewal`](Self::tokens_for_renewal)), and takes what another process
+    /// saved meanwhile instead of renewing.
     ///
-    /// The default, for a store of one process, grants it at once: the connection's own lock
-    /// already serializes the renewals of one process. `Err`: the store cannot say (the
-    /// renewal is not tried; the call that needed it is answered `unavailable`).
+    /// The default serializes the renewals of one server URL within this process (every
+    /// connection, and every store, of it), which is all a store of one process needs. `Err`:
+    /// the store cannot say (the renewal is not tried; the call that needed it is answered
+    /// `unavailable`).
     fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
-        let _ = server_url;
-        Box::pin(std::future::ready(Ok(RenewalGuard::unshared())))
+        let url = server_url.to_owned();
+        Box::pin(async move { Ok(RenewalGuard::holding(LocalRenewal::lock(url).await)) })
+    }
+
+    /// The tokens of the MCP server at `server_url` as stored now, for a renewal that holds
+    /// the [`lock_renewal`](Self::lock_renewal): `Err` when the store cannot say, so that a
+    /// renewal is not made from tokens another process may have renewed already. The default
+    /// is [`tokens`](Self::tokens), which cannot fail.
+    fn tokens_for_renewal(&self, server_url: &str) -> Result<Option<Tokens>, TokenStoreError> {
+        Ok(self.tokens(server_url))
+    }
+
+    /// Saves the tokens a renewal got (see [`save_tokens`](Self::save_tokens)): `Err` when
+    /// they could not be saved, which the renewer reports (another process would renew from
+    /// the old ones). The default is `save_tokens`, which cannot fail.
+    fn save_renewed_tokens(&self, server_url: &str, tokens: Tokens) -> Result<(), TokenStoreError> {
+        self.save_tokens(server_url, tokens);
+        Ok(())
+    }
+}
+
+/// The renewals of one server URL in this process, one at a time: the default
+/// [`TokenStore::lock_renewal`], and what a shared store takes before its own lock (so that
+/// one process waits on one connection, not one per waiter).
+pub(crate) struct LocalRenewal {
+    url: String,
+    held: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+/// The locks of [`LocalRenewal`], per server URL; an entry lives while someone holds or
+/// waits for it.
+type LocalLocks = Mutex<HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>;
+static LOCAL_RENEWALS: std::sync::LazyLock<LocalLocks> = std::sync::LazyLock::new(Mutex::default);
+
+impl LocalRenewal {
+    /// Waits for the renewals of `url` in this process, and holds them until dropped.
+    pub(crate) async fn lock(url: String) -> LocalRenewal {
+        let lock = {
+            let mut locks = LOCAL_RENEWALS.lock().unwrap_or_else(|e| e.into_inner());
+            locks.entry(url.clone()).or_default().clone()
+        };
+        let held = lock.lock_owned().await;
+        LocalRenewal {
+            url,
+            held: Some(held),
+        }
+    }
+}
+
+impl Drop for LocalRenewal {
+    fn drop(&mut self) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
+        let lock = std::sync::Arc::clone(tokio::sync::OwnedMutexGuard::mutex(&held));
+        drop(held);
+        let mut locks = LOCAL_RENEWALS.lock().unwrap_or_else(|e| e.into_inner());
+        // The map's and ours: nobody else holds or waits for it.
+        if std::sync::Arc::strong_count(&lock) == 2 {
+            locks.remove(&self.url);
+        }
     }
 }
 
@@ -186,18 +247,18 @@ pub type RenewalFuture =
 /// assert!(released.recv().is_err(), "released");
 /// ```
 pub struct RenewalGuard {
-    _held: Option<Box<dyn Send + Sync>>,
+    _held: Option<Box<dyn Send>>,
 }
 
 impl RenewalGuard {
-    /// A right that holds nothing: renewals are not shared beyond this process.
+    /// A right that holds nothing (nothing to serialize: a store nobody else renews from).
     pub fn unshared() -> Self {
         RenewalGuard { _held: None }
     }
 
     /// A right that lasts as long as `held` (a lock's handle, a channel whose end the lock's
     /// holder waits on): dropping the guard drops it.
-    pub fn holding(held: impl Send + Sync + 'static) -> Self {
+    pub fn holding(held: impl Send + 'static) -> Self {
         RenewalGuard {
             _held: Some(Box::new(held)),
         }
@@ -347,15 +408,26 @@ pub(crate) mod tests {
     }
 
     #[actix::test]
-    async fn the_memory_store_keeps_what_a_store_keeps_and_grants_renewals_at_once() {
+    async fn the_memory_store_keeps_what_a_store_keeps_and_serializes_renewals_in_the_process() {
         let store = MemoryTokenStore::default();
         suite(&store);
-        let first = store.lock_renewal("u").await.unwrap();
-        let second = store.lock_renewal("u").await.unwrap();
-        assert_eq!(
-            format!("{first:?} {second:?}"),
-            "RenewalGuard(unshared) RenewalGuard(unshared)"
+        let url = "https://mcp.example.com/serialized";
+        let first = store.lock_renewal(url).await.unwrap();
+        // Another store of this process, renewing the same server: it waits.
+        let other = MemoryTokenStore::default();
+        let mut second = other.lock_renewal(url);
+        let elsewhere = other.lock_renewal("https://mcp.example.com/other").await;
+        assert!(elsewhere.is_ok(), "another server's renewals are apart");
+        assert!(
+            futures_util::poll!(&mut second).is_pending(),
+            "waits while the first holds it"
         );
+        drop(first);
+        let second = second.await.unwrap();
+        assert_eq!(format!("{second:?}"), "RenewalGuard(held)");
+        drop(second);
+        let locks = LOCAL_RENEWALS.lock().unwrap();
+        assert!(!locks.contains_key(url), "forgotten once nobody holds it");
     }
 
     #[test]

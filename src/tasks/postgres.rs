@@ -48,9 +48,6 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// The task tables, one step per version.
 static TABLES: Schema = Schema {
     versions: "schema_version",
-    // Serializes the migrations of every task store on one database (the key is arbitrary,
-    // ours).
-    lock: 0x6d63_705f_7461_736b, // "mcp_task"
     steps: MIGRATIONS,
 };
 

@@ -25,7 +25,7 @@ use crate::oauth::headless::Headless;
 /// In a replica's environment: `url|schema|name`.
 const CHILD: &str = "MCP_TEST_FLEET_TOKEN_REPLICA";
 /// How long the user takes to sign in: longer than the three replicas take to start.
-const SIGN_IN: Duration = Duration::from_secs(3);
+const SIGN_IN: Duration = Duration::from_secs(5);
 
 /// Plays a replica: a supervisor of `web` (the parent's OAuth-protected server) whose tokens
 /// are in the shared store. Says `READY` once connected (authorized), then, for each `call`
@@ -102,6 +102,10 @@ async fn three_replicas_sign_in_once_and_refresh_a_rotated_token_once() {
     }
     let c = server.counts();
     assert_eq!(
+        c.mcp_401, 3,
+        "each replica met a 401 without tokens, so all three needed the sign-in: {c:?}"
+    );
+    assert_eq!(
         (c.authorize, c.register, c.token_code),
         (1, 1, 1),
         "one sign-in (one registration) for the fleet: {c:?}"
@@ -119,6 +123,11 @@ async fn three_replicas_sign_in_once_and_refresh_a_rotated_token_once() {
         assert_eq!(replica.next().await, "CALLED ok", "on {}", replica.name);
     }
     let after = server.counts();
+    assert_eq!(
+        after.mcp_401 - before.mcp_401,
+        3,
+        "each replica's token was refused, so each needed a renewal: {after:?}"
+    );
     assert_eq!(
         after.token_refresh - before.token_refresh,
         1,

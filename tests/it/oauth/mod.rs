@@ -183,6 +183,47 @@ async fn tokens_about_to_expire_are_refreshed_before_they_are_sent() {
     );
 }
 
+/// A store that keeps the expiry coarser than issued (`FileTokenStore`: whole seconds) holds
+/// the same tokens as the connection all the same: a renewal compares the tokens, not the
+/// record. Found by review: a refused token was "saved meanwhile" (its expiry differed by
+/// the fraction of a second), re-sent and refused again, without a refresh; and every other
+/// renewal ahead of expiry took the expiring tokens back instead of refreshing.
+#[actix::test]
+async fn a_store_with_coarser_expiry_still_refreshes_once_per_renewal() {
+    let _trace = TraceWatch::start();
+    let server = OAuthServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        mcp_supervisor::auth::FileTokenStore::open(dir.path().join("private/tokens.json")).unwrap(),
+    );
+    let authorizer = Headless::default();
+    let (sup, events) = start(code_config(&server, &authorizer, store));
+    events.ready(NAME, 1).await;
+
+    server.expire_access_tokens();
+    let before = server.counts();
+    call(&sup, "echo")
+        .await
+        .expect("the call succeeds after a refresh");
+    let after = server.counts();
+    assert_eq!(after.token_refresh - before.token_refresh, 1, "{after:?}");
+
+    // Tokens about to expire: renewed before each request.
+    server.expires_in(Some(5));
+    server.expire_access_tokens();
+    call(&sup, "echo").await.expect("refreshed after a 401");
+    let before = server.counts();
+    call(&sup, "echo").await.expect("the call succeeds");
+    call(&sup, "echo").await.expect("the call succeeds");
+    let after = server.counts();
+    assert_eq!(
+        after.token_refresh - before.token_refresh,
+        2,
+        "one refresh per call ahead of expiry: {after:?}"
+    );
+    assert_eq!(after.mcp_401, before.mcp_401, "none refused: {after:?}");
+}
+
 #[actix::test]
 async fn a_failed_refresh_means_authorization_required_not_a_loop() {
     let _trace = TraceWatch::start();
