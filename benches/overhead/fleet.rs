@@ -58,7 +58,8 @@ fn say(line: &str) {
 
 /// Plays replica `name` of the fleet on `url`, its tasks in `schema`: says `READY`, then for
 /// `start <n> <ms>` starts `n` tasks of `job` running `ms` each, [`STARTS_IN_FLIGHT`] at a
-/// time, saying `STARTED <id>` for each and `STARTED-ALL` after the last. Ends with its stdin.
+/// time, saying `STARTED <id>` for each (`FAILED <error code>` for one that failed) and
+/// `STARTED-ALL` after the last. Ends with its stdin.
 pub(crate) async fn replica(url: &str, schema: &str, name: &str) {
     let store = PostgresTaskStore::connect_in(&target(), schema)
         .expect("the fleet's database")
@@ -108,7 +109,11 @@ pub(crate) async fn replica(url: &str, schema: &str, name: &str) {
             for answer in futures_util::future::join_all(starts).await {
                 match answer.expect("actor alive") {
                     Ok(TaskStart::Running(handle)) => say(&format!("STARTED {}", handle.task_id)),
-                    other => panic!("a task: {other:?}"),
+                    Ok(other) => panic!("a task: {other:?}"),
+                    Err(e) => {
+                        eprintln!("  {name}: a start failed: {e}");
+                        say(&format!("FAILED {}", e.code()));
+                    }
                 }
             }
             started += batch;
@@ -174,19 +179,19 @@ impl Replica {
         self.stdin.flush().expect("flush");
     }
 
-    /// The ids of the tasks its last `start` started, once all are.
-    async fn started(&mut self) -> Vec<String> {
-        let mut ids = Vec::new();
+    /// The ids of the tasks its last `start` started, once all are, and how many failed.
+    async fn started(&mut self) -> (Vec<String>, usize) {
+        let (mut ids, mut failed) = (Vec::new(), 0);
         loop {
             let line = self.next().await;
             if line == "STARTED-ALL" {
-                return ids;
+                return (ids, failed);
             }
-            ids.push(
-                line.strip_prefix("STARTED ")
-                    .unwrap_or_else(|| panic!("{line}"))
-                    .to_owned(),
-            );
+            match line.strip_prefix("STARTED ") {
+                Some(id) => ids.push(id.to_owned()),
+                None if line.starts_with("FAILED ") => failed += 1,
+                None => panic!("{line}"),
+            }
         }
     }
 
@@ -273,7 +278,7 @@ pub(crate) async fn child(rounds: usize, k: usize, n: usize, window_ms: u64) -> 
     for round in 0..rounds {
         let mut victim = replicas.remove(0);
         victim.tell(&format!("start {k} 10000"));
-        let ids = victim.started().await;
+        let (ids, _) = victim.started().await;
         let name = victim.name.clone();
         until("the victim polls its tasks", || {
             ids.iter()
@@ -312,9 +317,11 @@ pub(crate) async fn child(rounds: usize, k: usize, n: usize, window_ms: u64) -> 
     for replica in &mut replicas {
         replica.tell(&format!("start {n} {task_ms}"));
     }
-    let mut in_flight = 0;
+    let (mut in_flight, mut failed) = (0, 0);
     for replica in &mut replicas {
-        in_flight += replica.started().await.len();
+        let (ids, failures) = replica.started().await;
+        in_flight += ids.len();
+        failed += failures;
     }
     let start_s = began.elapsed().as_secs_f64();
     let tasks_per_s = in_flight as f64 / start_s;
@@ -323,7 +330,7 @@ pub(crate) async fn child(rounds: usize, k: usize, n: usize, window_ms: u64) -> 
     let (busy_tps, busy_cpu) = database_rate(window).await;
     let per_task = |busy: f64, idle: f64| (busy - idle) / in_flight as f64;
     eprintln!(
-        "  fleet: {tasks_per_s:.0} tasks/s started by three replicas; {in_flight} in flight: {busy_tps:.1} transactions/s ({idle_tps:.1} idle), database CPU {busy_cpu:.1} ms/s ({idle_cpu:.1} idle)"
+        "  fleet: {tasks_per_s:.0} tasks/s started by three replicas ({failed} failed); {in_flight} in flight: {busy_tps:.1} transactions/s ({idle_tps:.1} idle), database CPU {busy_cpu:.1} ms/s ({idle_cpu:.1} idle)"
     );
     drop(replicas);
     // The schema's tasks are the run's alone: dropped with it.
@@ -341,6 +348,7 @@ pub(crate) async fn child(rounds: usize, k: usize, n: usize, window_ms: u64) -> 
         "takeover_ms_p99": percentile(&takeovers_ms, 0.99),
         "takeover_ms_max": takeovers_ms.last().copied().unwrap_or(f64::NAN),
         "tasks_started": in_flight as f64,
+        "starts_failed": failed as f64,
         "tasks_per_s": tasks_per_s,
         "idle_transactions_per_s": idle_tps,
         "busy_transactions_per_s": busy_tps,
@@ -357,14 +365,15 @@ pub(crate) fn report(report: &mut Report, fleet: &Value) {
         num(fleet, "lease_ms")
     ));
     report.line("Takeover: from a replica's kill -9 to the first poll of each of its tasks by another replica. Starts: three replicas at once, 32 starts in flight each. Load: the database with those tasks in flight (each polled every second by its holder), less idle, over the tasks.\n");
-    report.line("| takeover p50 | takeover p99 | tasks started/s | in flight | transactions/s per task | database CPU per task |");
+    report.line("| takeover p50 | takeover p99 | tasks started/s | in flight (failed starts) | transactions/s per task | database CPU per task |");
     report.line("|---|---|---|---|---|---|");
     report.line(format!(
-        "| {:.0} ms | {:.0} ms | {:.0} | {:.0} | {:.3} | {:.1} µs/s |\n",
+        "| {:.0} ms | {:.0} ms | {:.0} | {:.0} ({:.0}) | {:.3} | {:.1} µs/s |\n",
         num(fleet, "takeover_ms_p50"),
         num(fleet, "takeover_ms_p99"),
         num(fleet, "tasks_per_s"),
         num(fleet, "tasks_started"),
+        num(fleet, "starts_failed"),
         num(fleet, "transactions_per_s_per_task"),
         num(fleet, "db_cpu_us_per_s_per_task"),
     ));
