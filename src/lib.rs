@@ -111,8 +111,9 @@
 //!   [`task_poll`](policy::task_poll) (when to ask a task next); `deadline`, the one place
 //!   instants are computed (saturating: `Duration::MAX` means "never").
 //! - `postgres` (feature `postgres`): what the PostgreSQL stores of tasks and tokens share:
-//!   the target and its bounds, one connection on a thread of its own reconnected with
-//!   backoff, and versioned migrations under an advisory lock.
+//!   the target and its bounds, TLS when it says `sslmode=require`, one connection on a
+//!   thread of its own reconnected with backoff, and versioned migrations under an advisory
+//!   lock.
 //! - [`skills`] (pure): the Skills extension (SEP-2640): a skill's entry and its checks, the
 //!   verification of what is read against it (size, SHA-256 digest, and the `SKILL.md`'s
 //!   frontmatter, parsed as YAML in [`frontmatter`](skills::frontmatter)); the messages that

@@ -22,8 +22,8 @@
 //! The tokens are as confidential as the database: they are stored as they were issued, so
 //! grant these tables to the service's role alone, and give each application a schema of its
 //! own (tokens are kept by MCP server URL: two applications in one schema would share their
-//! users' tokens). The connection is not encrypted yet (no TLS): keep the database on a
-//! private network.
+//! users' tokens). Reach it over TLS (`sslmode=require` in the target, see `crate::postgres`)
+//! unless it is on a private network.
 
 use std::time::Duration;
 

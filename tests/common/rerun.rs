@@ -18,8 +18,16 @@ pub fn test_path(module: &str, name: &str) -> String {
 /// Starts this test binary again with only test `name` of `module`, `key`=`value` in its
 /// environment.
 pub fn start(module: &str, name: &str, key: &str, value: impl AsRef<OsStr>) -> Child {
+    command(module, name, key, value)
+        .spawn()
+        .expect("the test binary starts again")
+}
+
+/// The command [`start`] runs, for a caller that changes more of its environment first.
+pub fn command(module: &str, name: &str, key: &str, value: impl AsRef<OsStr>) -> Command {
     let exe = std::env::current_exe().expect("the test binary's path");
-    Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args([
             &test_path(module, name),
             "--exact",
@@ -29,7 +37,6 @@ pub fn start(module: &str, name: &str, key: &str, value: impl AsRef<OsStr>) -> C
         .env(key, value)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the test binary starts again")
+        .stderr(Stdio::inherit());
+    command
 }

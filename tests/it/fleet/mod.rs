@@ -26,6 +26,7 @@ use crate::common::http_server::{Era, TestHttpServer};
 use crate::common::rerun;
 use crate::common::*;
 
+mod tls;
 mod tokens;
 
 /// In a replica's environment: what it is, as `url|schema|name|lease_ms` (the database is
