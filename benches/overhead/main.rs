@@ -82,6 +82,9 @@ use crate::plan::Plan;
 use crate::report::{num, Report};
 use crate::workload::Load;
 
+/// The report's line for a run without the fleet.
+const FLEET_NEEDS: &str = "The fleet (replicas sharing PostgreSQL) needs `--features postgres` and a database in `MCP_SUPERVISOR_TEST_POSTGRES` (`source .ci/postgres` starts one).\n";
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
@@ -181,19 +184,21 @@ fn orchestrate(plan: &Plan) {
         Duration::from_secs(300),
     );
 
-    // 7. A fleet sharing PostgreSQL (feature `postgres`).
+    // 7. A fleet sharing PostgreSQL (feature `postgres`, and a database to share).
     #[cfg(feature = "postgres")]
-    let fleet = child::run(
-        plan,
-        &[
-            "fleet",
-            &plan.fleet_kills.to_string(),
-            &plan.fleet_kill_tasks.to_string(),
-            &plan.fleet_tasks.to_string(),
-            &plan.fleet_window_ms.to_string(),
-        ],
-        Duration::from_secs(600),
-    );
+    let fleet = std::env::var_os("MCP_SUPERVISOR_TEST_POSTGRES").map(|_| {
+        child::run(
+            plan,
+            &[
+                "fleet",
+                &plan.fleet_kills.to_string(),
+                &plan.fleet_kill_tasks.to_string(),
+                &plan.fleet_tasks.to_string(),
+                &plan.fleet_window_ms.to_string(),
+            ],
+            Duration::from_secs(600),
+        )
+    });
 
     let mut report = Report::default();
     stdio::report(&mut report, plan, &stdio);
@@ -204,9 +209,12 @@ fn orchestrate(plan: &Plan) {
     tasks::report(&mut report, &tasks);
     tasks::report_notified(&mut report, &tasks_notified);
     #[cfg(feature = "postgres")]
-    fleet::report(&mut report, &fleet);
+    match &fleet {
+        Some(fleet) => fleet::report(&mut report, fleet),
+        None => report.line(FLEET_NEEDS),
+    }
     #[cfg(not(feature = "postgres"))]
-    report.line("The fleet (replicas sharing PostgreSQL) needs `--features postgres` and `MCP_SUPERVISOR_TEST_POSTGRES`.\n");
+    report.line(FLEET_NEEDS);
     report.footer(plan, &machine);
     report.write(started);
 }

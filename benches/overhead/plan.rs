@@ -17,12 +17,16 @@ pub(crate) struct Plan {
     pub(crate) tasks: usize,
     pub(crate) task_ms: u64,
     pub(crate) task_poll_ms: u64,
-    /// The fleet (feature `postgres`): kills of a replica holding `fleet_kill_tasks` tasks,
-    /// then `fleet_tasks` started by each of three replicas, and the database's load with
-    /// them in flight over `fleet_window_ms`.
+    /// The fleet (feature `postgres`, read only then): kills of a replica holding
+    /// `fleet_kill_tasks` tasks, then `fleet_tasks` started by each of three replicas, and the
+    /// database's load with them in flight over `fleet_window_ms`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fleet_kills: usize,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fleet_kill_tasks: usize,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fleet_tasks: usize,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fleet_window_ms: u64,
 }
 
