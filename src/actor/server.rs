@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::policy::state::ServerState;
 use crate::protocol::jsonrpc::RequestIds;
 use crate::protocol::pagination;
-use crate::session::{Command, InputAnswers, InputAsk, Session};
+use crate::session::{Command, InputAnswers, InputAsk, Session, TaskWrite};
 use crate::tasks::TaskEnd;
 use crate::transport::{Closer, Outbound, Reaping, SkipCounters, TransportEvent};
 
@@ -465,7 +465,23 @@ impl ServerActor {
                 match tasks.write(&write) {
                     task_store::Written::Done => {}
                     task_store::Written::Refused(refused) => {
+                        // A task another replica polls may have ended before this one came to
+                        // await it, its news gone by: looked up once, after this turn.
+                        let looked_up = match &refused {
+                            TaskWrite::Created { handle, .. } => {
+                                Some(TaskEnd::Ended(crate::tasks::TaskKey::new(
+                                    handle.server.clone(),
+                                    handle.task_id.clone(),
+                                )))
+                            }
+                            _ => None,
+                        };
                         self.session.store_refused(refused, self.clock.now());
+                        if let Some(end) = looked_up {
+                            ctx.run_later(Duration::ZERO, move |act, ctx| {
+                                StreamHandler::handle(act, end, ctx);
+                            });
+                        }
                     }
                     task_store::Written::Unrecorded { task_id, error } => {
                         self.session

@@ -26,7 +26,7 @@
 //! are `crate::postgres`'s, shared with the token store.
 
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Row, Transaction};
@@ -119,9 +119,16 @@ pub struct PostgresTaskStore {
     schema: String,
 }
 
-/// The channel every task store on a database notifies when a task ends, with its schema,
-/// server and task id as a JSON array.
-const ENDS_CHANNEL: &str = "mcp_task_ends";
+/// The channel the task stores of `schema` notify when a task ends, with the schema, server
+/// and task id as a JSON array: named after a digest of the schema (a channel's name is 63
+/// bytes at most), so that other schemas' news does not reach this one's listeners (and a
+/// digest that two schemas share only costs their listeners a parse).
+fn ends_channel(schema: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(schema.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("mcp_task_ends_{hex}")
+}
 
 /// PostgreSQL's bound on a notification's payload (8000 bytes); longer news is not sent, and
 /// the task is found by the next look.
@@ -479,12 +486,20 @@ impl TaskStore for PostgresTaskStore {
                 ],
             )
             .map_err(|e| t.db(&e))?;
-            // Sent on commit: the replicas that await the task look it up at once.
-            let news =
-                serde_json::json!([t.schema_name(), key.server(), key.task_id()]).to_string();
+            // Sent on commit: the replicas that await the task look it up at once. Only news:
+            // one that cannot be sent (the server's queue full) leaves the end recorded, and
+            // the waiters find it at their next look.
+            let news = serde_json::json!([t.schema_name(), key.server(), key.task_id()]).to_string();
             if news.len() < MAX_NOTIFY_PAYLOAD {
-                tx.execute("SELECT pg_notify($1, $2)", &[&ENDS_CHANNEL, &news])
-                    .map_err(|e| t.db(&e))?;
+                let mut attempt = tx.savepoint("news").map_err(|e| t.db(&e))?;
+                let channel = ends_channel(t.schema_name());
+                match attempt.execute("SELECT pg_notify($1, $2)", &[&channel, &news]) {
+                    Ok(_) => attempt.commit().map_err(|e| t.db(&e))?,
+                    Err(e) => {
+                        tracing::warn!(database = %t.shown, error = %crate::postgres::message(&e), "the news of a task's end cannot be sent: the replicas that await it find it at their next look");
+                        attempt.rollback().map_err(|e| t.db(&e))?;
+                    }
+                }
             }
             Ok(true)
         })
@@ -775,11 +790,18 @@ struct Listener {
 impl Listener {
     fn run(self) {
         let mut backoff = Duration::from_millis(100);
+        let channel = ends_channel(&self.schema);
         while self.ends.strong_count() > 0 {
             let listening = crate::postgres::open_bounded(&self.config, STATEMENT_TIMEOUT)
                 .and_then(|mut client| {
+                    // Idle for as long as nothing ends: a server that ends idle sessions
+                    // (PostgreSQL 14 on) would cut it every time.
                     client
-                        .batch_execute(&format!("LISTEN {ENDS_CHANNEL}"))
+                        .batch_execute(&format!(
+                            "SELECT set_config('idle_session_timeout', '0', false) \
+                             WHERE current_setting('server_version_num')::int >= 140000; \
+                             LISTEN {channel}"
+                        ))
                         .map_err(|e| crate::postgres::message(&e))?;
                     Ok(client)
                 });
@@ -792,12 +814,14 @@ impl Listener {
                     continue;
                 }
             };
-            backoff = Duration::from_millis(100);
             // What ended before it listened (first, since the watch began; then, while it
             // was away) is looked up.
-            self.tell(TaskEnd::Missed);
+            if !self.tell(TaskEnd::Missed) {
+                return;
+            }
+            let listened = Instant::now();
             // Woken at least every second to see whether the store is still there.
-            'listening: while self.ends.strong_count() > 0 {
+            'listening: loop {
                 if client.is_closed() {
                     tracing::warn!(database = %self.shown, "the listener for tasks that end lost its connection: reconnecting");
                     break;
@@ -807,8 +831,12 @@ impl Listener {
                 loop {
                     match FallibleIterator::next(&mut news) {
                         Ok(Some(note)) => {
-                            if let Some(key) = self.parse(note.payload()) {
-                                self.tell(TaskEnd::Ended(key));
+                            let told = match self.parse(note.payload()) {
+                                Some(key) => self.tell(TaskEnd::Ended(key)),
+                                None => self.ends.strong_count() > 0,
+                            };
+                            if !told {
+                                return;
                             }
                         }
                         Err(error) => {
@@ -818,6 +846,17 @@ impl Listener {
                         Ok(None) => break,
                     }
                 }
+                if self.ends.strong_count() == 0 {
+                    return;
+                }
+            }
+            // A connection that listened a while was sound: the next attempt is soon. One cut
+            // at once (a server that ends it) is tried again no sooner than the backoff.
+            if listened.elapsed() >= Duration::from_secs(10) {
+                backoff = Duration::from_millis(100);
+            } else {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
             }
         }
     }
@@ -828,10 +867,16 @@ impl Listener {
         (schema == self.schema).then(|| TaskKey::new(server, task_id))
     }
 
-    fn tell(&self, end: TaskEnd) {
-        if let Some(ends) = self.ends.upgrade() {
-            // No receiver (no actor listens now): nobody to tell.
-            let _ = ends.send(end);
+    /// Tells the store's watchers; `false`: the store is gone, and so is the listener's
+    /// reason to be.
+    fn tell(&self, end: TaskEnd) -> bool {
+        match self.ends.upgrade() {
+            Some(ends) => {
+                // No receiver (no actor listens now): nobody to tell.
+                let _ = ends.send(end);
+                true
+            }
+            None => false,
         }
     }
 }

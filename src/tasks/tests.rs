@@ -607,7 +607,13 @@ mod postgres_store {
         }
         let schema = schema();
         let writer = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
-        let reader = PostgresTaskStore::connect_in(&target(), &schema).unwrap();
+        // Named, so that only its listener is cut below (not other tests' on the server).
+        let name = format!("news_{}", std::process::id());
+        let reader = PostgresTaskStore::connect_in(
+            &format!("{} application_name={name}", target()),
+            &schema,
+        )
+        .unwrap();
         let apart = fresh();
         let mut news = reader.watch_ends().unwrap();
         let mut apart_news = apart.watch_ends().unwrap();
@@ -631,21 +637,51 @@ mod postgres_store {
             TaskEnd::Ended(key("fs", "t-2"))
         );
 
-        // The listeners' connections are cut (the database restarted, say).
-        let target = target();
-        tokio::task::spawn_blocking(move || {
+        // The listener's connection is cut (the database restarted, say).
+        let (target, cutting) = (target(), name.clone());
+        let cut = tokio::task::spawn_blocking(move || {
             let mut admin = ::postgres::Client::connect(&target, ::postgres::NoTls).unwrap();
             admin
-                .execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE query = 'LISTEN mcp_task_ends' AND pid <> pg_backend_pid()",
-                    &[],
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = $1 AND query LIKE '%LISTEN mcp_task_ends_%'",
+                    &[&cutting],
                 )
-                .unwrap();
+                .unwrap()
+                .get::<_, i64>(0)
         })
         .await
         .unwrap();
+        assert_eq!(cut, 1, "its one listener");
         assert_eq!(next(&mut news).await, TaskEnd::Missed, "listening again");
+
+        // A store dropped takes its listener with it (the thread looks every second).
+        drop(reader);
+        let target = self::target();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let (target, name) = (target.clone(), name.clone());
+            let left = tokio::task::spawn_blocking(move || {
+                let mut admin = ::postgres::Client::connect(&target, ::postgres::NoTls).unwrap();
+                admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                        &[&name],
+                    )
+                    .unwrap()
+                    .get::<_, i64>(0)
+            })
+            .await
+            .unwrap();
+            if left == 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{left} connections left"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Where a service makes its store: inside its async runtime (`#[actix::main]`), where the

@@ -184,6 +184,12 @@ impl Faults {
         lock(&self.0.faults).task_poll_ms = ms;
     }
 
+    /// While on, every task of `job` is still working, whatever its time says: a test ends
+    /// them when it is ready (off: each ends at its time, or at once if that has passed).
+    pub fn hold_tasks(&self, on: bool) {
+        lock(&self.0.faults).hold_tasks = on;
+    }
+
     /// Forgets every task, as a restart that keeps none would: their polls are `-32602`.
     pub fn forget_tasks(&self) {
         super::tasks::forget(&self.0);
@@ -222,5 +228,6 @@ pub(super) struct FaultState {
     pub(super) confirm_rounds: usize,
     pub(super) confirm_state_only: usize,
     pub(super) task_poll_ms: u64,
+    pub(super) hold_tasks: bool,
     pub(super) bearer: Option<Bearer>,
 }

@@ -100,6 +100,7 @@ impl Shared {
                 confirm_rounds: 1,
                 confirm_state_only: 0,
                 task_poll_ms: 50,
+                hold_tasks: false,
                 bearer: None,
             }),
             counters: Mutex::default(),

@@ -73,7 +73,10 @@ pub(super) async fn run_in_request(args: &Value) -> Value {
 /// `job` with the extension: a task, answered at once.
 pub(super) fn create(state: &Shared, args: &Value) -> Value {
     let (runs_for, text) = job_args(args);
-    let poll_ms = lock(&state.faults).task_poll_ms;
+    let (poll_ms, held) = {
+        let faults = lock(&state.faults);
+        (faults.task_poll_ms, faults.hold_tasks)
+    };
     let mut jobs = lock(&state.jobs);
     jobs.next += 1;
     let id = format!("job-{}", jobs.next);
@@ -86,7 +89,7 @@ pub(super) fn create(state: &Shared, args: &Value) -> Value {
         pollers: Vec::new(),
         runs_began: Vec::new(),
     };
-    let mut task = task_json(&id, &job, poll_ms);
+    let mut task = task_json(&id, &job, poll_ms, held);
     task["resultType"] = json!("task");
     task["status"] = json!("working");
     if let Some(object) = task.as_object_mut() {
@@ -96,8 +99,9 @@ pub(super) fn create(state: &Shared, args: &Value) -> Value {
     task
 }
 
-fn task_json(id: &str, job: &Job, poll_ms: u64) -> Value {
-    let done = job.created.elapsed() >= job.runs_for;
+/// `job`'s task as `tasks/get` shows it; `held`: still working, whatever its time says.
+fn task_json(id: &str, job: &Job, poll_ms: u64, held: bool) -> Value {
+    let done = !held && job.created.elapsed() >= job.runs_for;
     let mut task = json!({
         "taskId": id, "createdAt": "2026-12-02T10:00:00Z", "lastUpdatedAt": "2026-12-02T10:00:00Z",
         "ttlMs": 600000, "pollIntervalMs": poll_ms,
@@ -124,7 +128,10 @@ pub(super) fn answer(
         .get("taskId")
         .and_then(Value::as_str)
         .ok_or((-32602, "Invalid params: taskId is missing".to_owned()))?;
-    let poll_ms = lock(&state.faults).task_poll_ms;
+    let (poll_ms, held) = {
+        let faults = lock(&state.faults);
+        (faults.task_poll_ms, faults.hold_tasks)
+    };
     let mut jobs = lock(&state.jobs);
     let Some(job) = jobs.jobs.get_mut(id) else {
         return Err((-32602, "Failed to retrieve task: Task not found".to_owned()));
@@ -137,7 +144,7 @@ pub(super) fn answer(
                 job.pollers.push(replica.to_owned());
                 job.runs_began.push(Instant::now());
             }
-            Ok(task_json(id, job, poll_ms))
+            Ok(task_json(id, job, poll_ms, held))
         }
         _ => {
             if job.created.elapsed() < job.runs_for {

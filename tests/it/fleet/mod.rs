@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use mcp_supervisor::tasks::{PostgresTaskStore, TaskHandle};
-use mcp_supervisor::{AwaitTask, ServerConfig, StartTask, Supervisor, TaskStart};
+use mcp_supervisor::{AwaitTask, ListTasks, ServerConfig, StartTask, Supervisor, TaskStart};
 use serde_json::json;
 
 use crate::common::http_server::{Era, TestHttpServer};
@@ -87,7 +87,9 @@ fn say(line: &str) {
 /// - `start <n> <ms>`: starts `n` tasks of `job` running `ms` each (`StartTask`), says
 ///   `STARTED <task id>` for each and `STARTED-ALL` after the last;
 /// - `await <task id>...`: awaits each (`AwaitTask`), saying `RESULT <task id> <text>` or
-///   `ERROR <task id> <error code>` as each is answered.
+///   `ERROR <task id> <error code>` as each is answered;
+/// - `elsewhere <task id>`: says `ELSEWHERE <task id> <bool>`, whether it follows the task as
+///   another replica's (`TaskInfo::elsewhere`).
 ///
 /// A closed stdin (the parent is gone) ends it.
 async fn replica(spec: &str) {
@@ -142,6 +144,11 @@ async fn replica(spec: &str) {
                             }
                         });
                     }
+                }
+                ["elsewhere", id] => {
+                    let tasks = sup.send(ListTasks::new("web")).await.unwrap().unwrap();
+                    let elsewhere = tasks.iter().any(|t| t.handle.task_id == *id && t.elsewhere);
+                    say(&format!("ELSEWHERE {id} {elsewhere}"));
                 }
                 _ => panic!("a replica's command: {line}"),
             }
@@ -261,6 +268,26 @@ impl Replica {
         answers
     }
 
+    /// Waits until it follows task `id` as another replica's (its status is no event: asked
+    /// every 20 ms, 60 s at most).
+    async fn until_elsewhere(&mut self, id: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            self.tell(&format!("elsewhere {id}"));
+            match self.next().await.strip_prefix(&format!("ELSEWHERE {id} ")) {
+                Some("true") => return,
+                Some(_) => {}
+                None => panic!("not an answer to elsewhere"),
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} never followed {id} as another's",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Kills it with SIGKILL, and reaps it.
     fn kill(mut self) {
         self.child.kill().unwrap();
@@ -355,7 +382,8 @@ async fn a_task_of_a_killed_replica_is_taken_over_and_its_outcome_delivered_once
 
 /// A replica that awaits a task another polls hears of its end from the database
 /// (`LISTEN`/`NOTIFY`) and delivers it then. With leases of an hour its own looks are twenty
-/// minutes apart: only the news can bring the outcome within the replica's 60 s wait.
+/// minutes apart: only the news can bring the outcome within the replica's 60 s wait. The
+/// server holds the task until r1 waits for it as r0's.
 #[actix::test]
 async fn a_task_that_ends_on_one_replica_is_delivered_at_once_to_its_caller_on_another() {
     const TEST: &str =
@@ -369,9 +397,11 @@ async fn a_task_that_ends_on_one_replica_is_delivered_at_once_to_its_caller_on_a
     let hour = Duration::from_secs(3600);
     let mut r0 = Replica::start(TEST, "r0", &server, &schema, hour).await;
     let mut r1 = Replica::start(TEST, "r1", &server, &schema, hour).await;
-    // Long enough for r1 to be waiting before it ends.
-    let ids = r0.start_tasks(1, 2000).await;
+    server.faults().hold_tasks(true);
+    let ids = r0.start_tasks(1, 0).await;
     r1.await_tasks(&ids);
+    r1.until_elsewhere(&ids[0]).await;
+    server.faults().hold_tasks(false);
     let answers = r1.answers(1).await;
     assert_eq!(answers[&ids[0]], "RESULT built", "{answers:?}");
     assert_eq!(
@@ -379,6 +409,40 @@ async fn a_task_that_ends_on_one_replica_is_delivered_at_once_to_its_caller_on_a
         ["r0"],
         "polled by r0 alone"
     );
+}
+
+/// A replica asked to await a task that already ended on another (its news gone by before
+/// it came) looks it up once when its claim is refused, and delivers it then, not at its next
+/// look twenty minutes on. Found by review.
+#[actix::test]
+async fn a_task_that_ended_elsewhere_before_it_was_awaited_is_delivered_at_once() {
+    const TEST: &str = "a_task_that_ended_elsewhere_before_it_was_awaited_is_delivered_at_once";
+    if let Ok(spec) = std::env::var(CHILD) {
+        return replica(&spec).await;
+    }
+    let server = TestHttpServer::start_with(Era::Modern).await;
+    server.faults().task_poll_ms(50);
+    let schema = schema("ended");
+    let hour = Duration::from_secs(3600);
+    let mut r0 = Replica::start(TEST, "r0", &server, &schema, hour).await;
+    let mut r1 = Replica::start(TEST, "r1", &server, &schema, hour).await;
+    let ids = r0.start_tasks(1, 0).await;
+    let query = format!("SELECT status FROM \"{schema}\".tasks");
+    until("r0 records the task's end", Duration::from_secs(30), || {
+        let query = query.clone();
+        let status: Vec<String> = std::thread::spawn(move || {
+            let mut admin = ::postgres::Client::connect(&target(), ::postgres::NoTls).unwrap();
+            let rows = admin.query(&query, &[]).unwrap();
+            rows.iter().map(|row| row.get(0)).collect()
+        })
+        .join()
+        .unwrap();
+        status == ["completed"]
+    })
+    .await;
+    r1.await_tasks(&ids);
+    let answers = r1.answers(1).await;
+    assert_eq!(answers[&ids[0]], "RESULT built", "{answers:?}");
 }
 
 #[actix::test]
