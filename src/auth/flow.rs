@@ -21,7 +21,7 @@ use super::enterprise::id_jag;
 use super::failure::Failure;
 use super::grant::{Client, Grant, TokenRequest};
 use super::metadata::check_pkce;
-use super::{RenewalGuard, Tokens};
+use super::{RenewalGuard, Secret, Tokens};
 use crate::config::OAuthConfig;
 use std::rc::Rc;
 
@@ -97,7 +97,7 @@ pub(crate) async fn authorize(
     found: &Found,
     client: &Client,
     scope: Option<&str>,
-    fleet: Option<Rc<RenewalGuard>>,
+    renewal: Renewal,
 ) -> Result<Tokens, Failure> {
     let name = server.name;
     if config.headless {
@@ -144,7 +144,7 @@ pub(crate) async fn authorize(
         found: found.clone(),
         client: client.clone(),
         scope: scope.map(Into::into),
-        fleet,
+        renewal,
     };
     config
         .sign_ins
@@ -170,10 +170,19 @@ struct SignIn {
     found: Found,
     client: Client,
     scope: Option<String>,
-    /// The store's renewal lock, held until the sign-in ends (another process waits for its
-    /// tokens rather than ask the user too), whether or not the attempt that started it is
-    /// still there.
-    fleet: Option<Rc<RenewalGuard>>,
+    renewal: Renewal,
+}
+
+/// The store's renewal lock for a sign-in, held until it ends (another process waits for its
+/// tokens rather than ask the user too), whether or not the attempt that started it is still
+/// there.
+pub(crate) enum Renewal {
+    /// Held already by the attempt, which looked in the store under it.
+    Held(Rc<RenewalGuard>),
+    /// To be taken by the sign-in itself (the attempt found another sign-in in progress, which
+    /// may have ended since): the store is looked at again under it, and tokens other than
+    /// `replacing` (the access token the attempt had) are the sign-in's outcome.
+    ToTake { replacing: Option<Secret> },
 }
 
 impl SignIn {
@@ -189,8 +198,36 @@ impl SignIn {
             found,
             client,
             scope,
-            fleet: _fleet,
+            renewal,
         } = self;
+        let _renewal = match renewal {
+            Renewal::Held(guard) => guard,
+            Renewal::ToTake { replacing } => {
+                let lock = config.store.lock_renewal(&server_url);
+                let guard = match tokio::time::timeout(config.authorize_timeout, lock).await {
+                    Ok(Ok(guard)) => guard,
+                    Ok(Err(e)) => return Err(Failure::NotNow(format!("no renewal lock: {e}"))),
+                    Err(_) => {
+                        return Err(Failure::NotNow(
+                            "another sign-in for this server outlasted authorize_timeout".into(),
+                        ))
+                    }
+                };
+                let stored = config
+                    .store
+                    .tokens_for_renewal(&server_url)
+                    .map_err(|e| Failure::NotNow(format!("the token store cannot be read: {e}")))?;
+                if let Some(stored) = stored.filter(|t| {
+                    t.issuer == found.issuer
+                        && t.unsendable().is_none()
+                        && replacing.as_ref() != Some(&t.access_token)
+                }) {
+                    tracing::debug!(server = %server, "using the tokens another sign-in saved meanwhile");
+                    return Ok(stored);
+                }
+                Rc::new(guard)
+            }
+        };
         let authorizer = config
             .authorizer
             .clone()

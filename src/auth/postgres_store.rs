@@ -396,12 +396,13 @@ impl TokenStore for PostgresTokenStore {
         let schema = self.schema.clone();
         let shown = self.shown.clone();
         let url = server_url.to_owned();
+        let store = super::store::store_id(self);
         Box::pin(async move {
             let db = |message: String| TokenStoreError::Database {
                 database: shown.clone(),
                 message,
             };
-            let local = LocalRenewal::lock(url.clone()).await;
+            let local = LocalRenewal::lock(store, url.clone()).await;
             let (granted, grant) = tokio::sync::oneshot::channel();
             std::thread::Builder::new()
                 .name("mcp-token-renewal".into())

@@ -51,10 +51,10 @@ use url::Url;
 use super::challenge::Challenge;
 use super::discovery::{discover, Found};
 use super::failure::Failure;
-use super::flow::{authorize, dpop_key, initial_scope, union, For};
+use super::flow::{authorize, dpop_key, initial_scope, union, For, Renewal};
 use super::grant::{Grant, TokenRequest};
 use super::identity::identify;
-use super::{RenewalGuard, Tokens};
+use super::{RenewalGuard, Secret, Tokens};
 use crate::config::OAuthConfig;
 use crate::error::Error;
 use crate::policy::backoff::Backoff;
@@ -112,6 +112,9 @@ struct State {
     paused: Option<Pause>,
     /// The MCP server's DPoP nonce.
     rs_nonce: Option<String>,
+    /// The tokens held were renewed but could not be saved: the store's are older (and may
+    /// be spent), so they are saved again, not taken, at the next renewal.
+    unsaved: bool,
 }
 
 /// Renewals that failed for now (not refused): when the next may be tried, and why the last
@@ -265,10 +268,14 @@ impl Provider {
         if !renewable {
             return;
         }
+        if self.config.sign_ins.in_progress(&self.url) {
+            // It brings new tokens; renewing the old ones meanwhile would race it.
+            return;
+        }
         // A refresh token is used once; a client credentials grant can be asked again.
         let protects = old.refresh_token.is_some();
         let meanwhile = async {
-            let fleet = self.renewal_lock(protects).await?;
+            let fleet = self.renewal_lock(protects, false).await?;
             Ok::<_, Failure>((self.saved_meanwhile(&found, Some(&old), protects)?, fleet))
         };
         let _fleet = match meanwhile.await {
@@ -289,7 +296,7 @@ impl Provider {
         let renewed = if old.refresh_token.is_some() {
             self.refresh(&found, &old).await
         } else {
-            self.full(&found, requested.as_deref(), None).await
+            self.full(&found, requested.as_deref(), None, None).await
         };
         match renewed {
             Ok(tokens) => {
@@ -379,7 +386,9 @@ impl Provider {
         // Held to the end (and by a sign-in that outlives this attempt): what is renewed here
         // is saved before another process looks.
         let protects = can_refresh || !self.config.headless;
-        let fleet = self.renewal_lock(protects).await?;
+        // Only an authorization may join a sign-in in progress; a refresh waits for it.
+        let joins = !can_refresh && !self.config.headless;
+        let fleet = self.renewal_lock(protects, joins).await?;
         if let Some(stored) = self.saved_meanwhile(&found, old.as_ref(), protects)? {
             tracing::debug!(server = %self.server, "using the tokens saved meanwhile");
             self.state.borrow_mut().found = Some(found);
@@ -423,29 +432,48 @@ impl Provider {
             }
         }
         let scope = initial_scope(challenge.and_then(Challenge::scope), &found, &self.config);
-        let tokens = self.full(&found, scope.as_deref(), fleet).await?;
+        let replacing = old.map(|t| t.access_token);
+        let tokens = self
+            .full(&found, scope.as_deref(), fleet, replacing)
+            .await?;
         self.state.borrow_mut().found = Some(found);
         self.set_tokens(tokens);
         Ok(())
     }
 
     /// The store's renewal lock for these tokens, [`RENEWAL_WAIT`] at most; shared with a
-    /// sign-in this attempt starts, which may outlive it. `None`: a sign-in of this process is
-    /// in progress for the server and holds it (the attempt joins that sign-in), or the lock
-    /// failed and nothing `protects`: a renewal that uses no refresh token and asks no user
-    /// (a client credentials grant) goes on without it.
-    async fn renewal_lock(&self, protects: bool) -> Result<Option<Rc<RenewalGuard>>, Failure> {
-        if self.config.sign_ins.in_progress(&self.url) {
-            return Ok(None);
-        }
-        let lock = self.config.store.lock_renewal(&self.url);
-        let failure = match tokio::time::timeout(RENEWAL_WAIT, lock).await {
-            Ok(Ok(guard)) => return Ok(Some(Rc::new(guard))),
-            Ok(Err(e)) => Failure::NotNow(format!("no renewal lock: {e}")),
-            Err(_) => Failure::NotNow(format!(
-                "another renewal of these tokens has been going on for {} s",
-                RENEWAL_WAIT.as_secs()
-            )),
+    /// sign-in this attempt starts, which may outlive it. `None`: for an attempt that `joins`
+    /// (one that would authorize), a sign-in of this process is in progress for the server and
+    /// holds it (the attempt joins that sign-in, or, if it ended meanwhile, the next takes the
+    /// lock itself); or the lock failed and nothing `protects`: a renewal that uses no
+    /// refresh token and asks no user (a client credentials grant) goes on without it.
+    async fn renewal_lock(
+        &self,
+        protects: bool,
+        joins: bool,
+    ) -> Result<Option<Rc<RenewalGuard>>, Failure> {
+        let sign_ins = &self.config.sign_ins;
+        let mut lock = self.config.store.lock_renewal(&self.url);
+        let wait = tokio::time::sleep(RENEWAL_WAIT);
+        tokio::pin!(wait);
+        let failure = loop {
+            // Made before looking, so that a sign-in that starts in between (and takes the
+            // lock this waits for) is not missed: this attempt joins it instead.
+            let changed = sign_ins.changed();
+            if joins && sign_ins.in_progress(&self.url) {
+                return Ok(None);
+            }
+            tokio::select! {
+                granted = &mut lock => match granted {
+                    Ok(guard) => return Ok(Some(Rc::new(guard))),
+                    Err(e) => break Failure::NotNow(format!("no renewal lock: {e}")),
+                },
+                () = changed, if joins => {}
+                () = &mut wait => break Failure::NotNow(format!(
+                    "another renewal of these tokens has been going on for {} s",
+                    RENEWAL_WAIT.as_secs()
+                )),
+            }
         };
         if protects {
             return Err(failure);
@@ -465,6 +493,17 @@ impl Provider {
         old: Option<&Tokens>,
         protects: bool,
     ) -> Result<Option<Tokens>, Failure> {
+        if self.state.borrow().unsaved {
+            let held = self.state.borrow().tokens.clone();
+            if let Some(held) = held {
+                let saved = self.config.store.save_renewed_tokens(&self.url, held);
+                self.state.borrow_mut().unsaved = saved.is_err();
+                saved.map_err(|e| {
+                    Failure::NotNow(format!("the renewed tokens still cannot be saved: {e}"))
+                })?;
+            }
+            return Ok(None);
+        }
         let stored = match self.config.store.tokens_for_renewal(&self.url) {
             Ok(stored) => stored,
             Err(e) if protects => {
@@ -558,7 +597,7 @@ impl Provider {
         let result = async {
             let found = discover(&self.http, &self.parsed, &self.url, challenge).await?;
             let protects = !self.config.headless;
-            let fleet = self.renewal_lock(protects).await?;
+            let fleet = self.renewal_lock(protects, protects).await?;
             let old = self.state.borrow().tokens.clone();
             // Another process that stepped up to these scopes meanwhile: its tokens serve.
             if let Some(stored) = self.saved_meanwhile(&found, old.as_ref(), protects)? {
@@ -570,7 +609,8 @@ impl Provider {
                     return Ok(());
                 }
             }
-            let tokens = self.full(&found, Some(&want), fleet).await?;
+            let replacing = old.map(|t| t.access_token);
+            let tokens = self.full(&found, Some(&want), fleet, replacing).await?;
             self.state.borrow_mut().found = Some(found);
             self.set_tokens(tokens);
             Ok(())
@@ -578,19 +618,25 @@ impl Provider {
         Some(result.await)
     }
 
-    /// A full authorization: identity, then the grant; a sign-in it starts keeps `fleet` (the
-    /// renewal lock) until it ends.
+    /// A full authorization: identity, then the grant. A sign-in it starts keeps `fleet` (the
+    /// renewal lock) until it ends, or, without one (another sign-in was in progress), takes
+    /// it itself and takes tokens other than `replacing` saved meanwhile.
     async fn full(
         &self,
         found: &Found,
         scope: Option<&str>,
         fleet: Option<Rc<RenewalGuard>>,
+        replacing: Option<Secret>,
     ) -> Result<Tokens, Failure> {
         let client = identify(&self.http, &self.config, &self.url, found).await?;
         self.state.borrow_mut().requested = scope.map(Into::into);
         let server = For {
             name: &self.server,
             url: &self.url,
+        };
+        let renewal = match fleet {
+            Some(guard) => Renewal::Held(guard),
+            None => Renewal::ToTake { replacing },
         };
         let tokens = authorize(
             &self.http,
@@ -599,7 +645,7 @@ impl Provider {
             found,
             &client,
             scope,
-            fleet,
+            renewal,
         )
         .await?;
         tracing::info!(server = %self.server, issuer = %server_text(&found.issuer), expires = ?tokens.expires_at, "authorized");
@@ -634,16 +680,18 @@ impl Provider {
     }
 
     /// Saves renewed tokens and sends them from now on. Tokens that cannot be saved still
-    /// serve this connection; another process sharing the store would renew from the old.
+    /// serve this connection, and are saved again at its next renewal (see `State::unsaved`);
+    /// another process sharing the store renews from the old ones meanwhile.
     fn set_tokens(&self, tokens: Tokens) {
-        if let Err(e) = self
+        let saved = self
             .config
             .store
-            .save_renewed_tokens(&self.url, tokens.clone())
-        {
-            tracing::error!(server = %self.server, error = %e, "the renewed tokens could not be saved: they serve this connection, and another process sharing the store renews from the old ones");
+            .save_renewed_tokens(&self.url, tokens.clone());
+        if let Err(e) = &saved {
+            tracing::error!(server = %self.server, error = %e, "the renewed tokens could not be saved: they serve this connection, and are saved again at its next renewal");
         }
         self.adopt(tokens);
+        self.state.borrow_mut().unsaved = saved.is_err();
     }
 
     /// Makes `tokens` the ones sent from now on.
@@ -659,6 +707,7 @@ impl Provider {
         self.config.store.clear_tokens(&self.url);
         let mut state = self.state.borrow_mut();
         state.tokens = None;
+        state.unsaved = false;
         state.generation += 1;
     }
 }

@@ -94,6 +94,12 @@ impl SignIns {
         done.unwrap_or_else(|| Err(abandoned()))
     }
 
+    /// Resolves when a sign-in starts or ends (from its creation on: make it before looking,
+    /// so that a change in between is not missed).
+    pub fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
     /// Whether a sign-in for the MCP server at `server_url` is in progress.
     pub fn in_progress(&self, server_url: &str) -> bool {
         self.lock()

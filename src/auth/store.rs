@@ -161,13 +161,14 @@ pub trait TokenStore: Send + Sync + 'static {
     /// ([`tokens_for_renewal`](Self::tokens_for_renewal)), and takes what another process
     /// saved meanwhile instead of renewing.
     ///
-    /// The default serializes the renewals of one server URL within this process (every
-    /// connection, and every store, of it), which is all a store of one process needs. `Err`:
+    /// The default serializes the renewals of one server URL by this store within this process
+    /// (every connection that shares the store), which is all a store of one process needs.
+    /// `Err`:
     /// the store cannot say (the renewal is not tried; the call that needed it is answered
     /// `unavailable`).
     fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
-        let url = server_url.to_owned();
-        Box::pin(async move { Ok(RenewalGuard::holding(LocalRenewal::lock(url).await)) })
+        let lock = LocalRenewal::lock(store_id(self), server_url.to_owned());
+        Box::pin(async move { Ok(RenewalGuard::holding(lock.await)) })
     }
 
     /// The tokens of the MCP server at `server_url` as stored now, for a renewal that holds
@@ -187,29 +188,38 @@ pub trait TokenStore: Send + Sync + 'static {
     }
 }
 
-/// The renewals of one server URL in this process, one at a time: the default
+/// What tells one store from another in this process: its address (two stores alive at once
+/// never share one; a store dropped and another made at its address only serializes them).
+pub(crate) fn store_id<S: TokenStore + ?Sized>(store: &S) -> usize {
+    std::ptr::from_ref(store).cast::<()>() as usize
+}
+
+/// The renewals of one server URL by one store in this process, one at a time: the default
 /// [`TokenStore::lock_renewal`], and what a shared store takes before its own lock (so that
-/// one process waits on one connection, not one per waiter).
+/// one process waits on one connection, not one per waiter). Apart per store: the stores of
+/// separate configurations (one per user, say) do not wait for each other's sign-ins.
 pub(crate) struct LocalRenewal {
-    url: String,
+    key: (usize, String),
     held: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
-/// The locks of [`LocalRenewal`], per server URL; an entry lives while someone holds or
-/// waits for it.
-type LocalLocks = Mutex<HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>;
+/// The locks of [`LocalRenewal`], per store and server URL; an entry lives while someone holds
+/// or waits for it.
+type LocalLocks = Mutex<HashMap<(usize, String), std::sync::Arc<tokio::sync::Mutex<()>>>>;
 static LOCAL_RENEWALS: std::sync::LazyLock<LocalLocks> = std::sync::LazyLock::new(Mutex::default);
 
 impl LocalRenewal {
-    /// Waits for the renewals of `url` in this process, and holds them until dropped.
-    pub(crate) async fn lock(url: String) -> LocalRenewal {
+    /// Waits for the renewals of `url` by store `store` ([`store_id`]) in this process, and
+    /// holds them until dropped.
+    pub(crate) async fn lock(store: usize, url: String) -> LocalRenewal {
+        let key = (store, url);
         let lock = {
             let mut locks = LOCAL_RENEWALS.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(url.clone()).or_default().clone()
+            locks.entry(key.clone()).or_default().clone()
         };
         let held = lock.lock_owned().await;
         LocalRenewal {
-            url,
+            key,
             held: Some(held),
         }
     }
@@ -225,7 +235,7 @@ impl Drop for LocalRenewal {
         let mut locks = LOCAL_RENEWALS.lock().unwrap_or_else(|e| e.into_inner());
         // The map's and ours: nobody else holds or waits for it.
         if std::sync::Arc::strong_count(&lock) == 2 {
-            locks.remove(&self.url);
+            locks.remove(&self.key);
         }
     }
 }
@@ -413,11 +423,16 @@ pub(crate) mod tests {
         suite(&store);
         let url = "https://mcp.example.com/serialized";
         let first = store.lock_renewal(url).await.unwrap();
-        // Another store of this process, renewing the same server: it waits.
-        let other = MemoryTokenStore::default();
-        let mut second = other.lock_renewal(url);
-        let elsewhere = other.lock_renewal("https://mcp.example.com/other").await;
+        // Another connection of this store, renewing the same server: it waits.
+        let mut second = store.lock_renewal(url);
+        let elsewhere = store.lock_renewal("https://mcp.example.com/other").await;
         assert!(elsewhere.is_ok(), "another server's renewals are apart");
+        // Another store (another configuration's) does not wait for this one's.
+        let other = MemoryTokenStore::default();
+        assert!(
+            other.lock_renewal(url).await.is_ok(),
+            "another store's are apart"
+        );
         assert!(
             futures_util::poll!(&mut second).is_pending(),
             "waits while the first holds it"
@@ -427,7 +442,10 @@ pub(crate) mod tests {
         assert_eq!(format!("{second:?}"), "RenewalGuard(held)");
         drop(second);
         let locks = LOCAL_RENEWALS.lock().unwrap();
-        assert!(!locks.contains_key(url), "forgotten once nobody holds it");
+        assert!(
+            !locks.contains_key(&(store_id(&store), url.to_owned())),
+            "forgotten once nobody holds it"
+        );
     }
 
     #[test]

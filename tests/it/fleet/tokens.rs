@@ -4,11 +4,10 @@
 //! refreshed once (a second use would be refused `invalid_grant` by the in-tree authorization
 //! server, which rotates them, and would void the grant).
 //!
-//! The user is slow to sign in and the token endpoint slow to answer (part of the scenario):
-//! without the store's renewal lock the replicas' authorizations overlap, and each would make
-//! its own.
+//! The user signs in only once all three replicas have met the server's 401 (the test says
+//! when), and the token endpoint is slow to answer: without the store's renewal lock the
+//! replicas' authorizations overlap, and each would make its own.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,23 +23,40 @@ use crate::oauth::headless::Headless;
 
 /// In a replica's environment: `url|schema|name`.
 const CHILD: &str = "MCP_TEST_FLEET_TOKEN_REPLICA";
-/// How long the user takes to sign in: longer than the three replicas take to start.
-const SIGN_IN: Duration = Duration::from_secs(5);
-
 /// Plays a replica: a supervisor of `web` (the parent's OAuth-protected server) whose tokens
-/// are in the shared store. Says `READY` once connected (authorized), then, for each `call`
-/// line, calls `echo` and says `CALLED ok` or `CALLED <error code>`.
+/// are in the shared store, and whose user signs in after a `go` line. Says `READY` once
+/// connected (authorized), then, for each `call` line, calls `echo` and says `CALLED ok` or
+/// `CALLED <error code>`.
 async fn replica(spec: &str) {
     let parts: Vec<&str> = spec.split('|').collect();
     let [url, schema, _name] = parts[..] else {
         panic!("a replica's spec: {spec}")
     };
     let store = PostgresTokenStore::connect_in(&target(), schema).expect("the fleet's database");
-    let user = Headless::default();
-    user.slowness_ms.store(
-        u64::try_from(SIGN_IN.as_millis()).unwrap(),
-        Ordering::SeqCst,
-    );
+    let (go, user_may_sign_in) = tokio::sync::watch::channel(false);
+    let user = Headless {
+        go: Some(user_may_sign_in),
+        ..Headless::default()
+    };
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let go = async move {
+        assert_eq!(
+            lines.recv().await.as_deref(),
+            Some("go"),
+            "a replica's first command"
+        );
+        go.send_replace(true);
+        lines
+    };
     let oauth = OAuthConfig::authorization_code(user).store(Arc::new(store));
     let (events, recipient) = Events::start();
     let sup = Supervisor::builder()
@@ -53,18 +69,8 @@ async fn replica(spec: &str) {
         .subscriber(recipient)
         .start()
         .expect("a supervisor");
-    events.ready("web", 1).await;
+    let (_, mut lines) = tokio::join!(events.ready("web", 1), go);
     say("READY");
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead as _;
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
     while let Some(line) = lines.recv().await {
         assert_eq!(line, "call", "a replica's command");
         let sup = sup.clone();
@@ -97,6 +103,20 @@ async fn three_replicas_sign_in_once_and_refresh_a_rotated_token_once() {
             Replica::spawn(module_path!(), TEST, name, CHILD, &spec)
         })
         .collect();
+    // All three met the 401, so all three need a sign-in; only then does the user sign in.
+    let all_refused = tokio::time::timeout(Duration::from_secs(60), async {
+        while server.counts().mcp_401 < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    assert!(
+        all_refused.await.is_ok(),
+        "three replicas met the 401 within 60 s: {:?}",
+        server.counts()
+    );
+    for replica in &mut replicas {
+        replica.tell("go");
+    }
     for replica in &mut replicas {
         assert_eq!(replica.next().await, "READY");
     }

@@ -207,6 +207,7 @@ async fn a_store_with_coarser_expiry_still_refreshes_once_per_renewal() {
         .expect("the call succeeds after a refresh");
     let after = server.counts();
     assert_eq!(after.token_refresh - before.token_refresh, 1, "{after:?}");
+    assert_eq!(after.mcp_401 - before.mcp_401, 1, "refused once: {after:?}");
 
     // Tokens about to expire: renewed before each request.
     server.expires_in(Some(5));
