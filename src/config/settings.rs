@@ -128,6 +128,12 @@ settings! {
     /// Calls in flight plus calls waiting for a connection, per server (default 1024); beyond
     /// it calls fail at once with `Overloaded`.
     max_in_flight: usize = 1024;
+    /// How long an HTTP connection left idle is kept for a later request (default 4 s): less
+    /// than the idle timeouts of common servers (Node, uvicorn, actix-web: 5 s), so that a
+    /// request is not sent on a connection the server is closing at that moment, which would
+    /// leave a `tools/call` with an unknown outcome. Set it below the idle timeout of the
+    /// server or proxy in front of it (gunicorn's is 2 s). Zero keeps none.
+    http_idle_timeout: Duration = Duration::from_secs(4);
     /// Largest message accepted from the server (default 16 MiB); longer lines are dropped and
     /// counted.
     max_message_bytes: usize = 16 * 1024 * 1024;

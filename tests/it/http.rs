@@ -645,3 +645,34 @@ async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
     drop(proxy);
     server.stop().await;
 }
+
+/// A connection serves the next request (an SSE answer is read to its end, which gives the
+/// connection back to the pool: each call used to open a new one), if it was idle no longer
+/// than `http_idle_timeout` (default 4 s, below the 5 s of common servers), so that a request
+/// is not sent on one the server is closing at that moment (a `tools/call` lost so has an
+/// unknown outcome). The pause is the scenario (a connection left idle), not a
+/// synchronisation.
+#[actix::test]
+async fn a_connection_is_reused_unless_idle_longer_than_http_idle_timeout() {
+    let server = TestHttpServer::start().await;
+    let idle = Duration::from_millis(300);
+    for (idle_timeout, new_connections) in [(None, 0), (Some(Duration::from_millis(100)), 1)] {
+        let mut config = ServerConfig::http("web", server.url());
+        if let Some(timeout) = idle_timeout {
+            config = config.http_idle_timeout(timeout);
+        }
+        let (sup, events) = start(config);
+        events.ready("web", 1).await;
+        sup.send(echo("warm")).await.unwrap().unwrap();
+        let before = server.stats().connections();
+        tokio::time::sleep(idle).await;
+        sup.send(echo("after a pause")).await.unwrap().unwrap();
+        assert_eq!(
+            server.stats().connections() - before,
+            new_connections,
+            "idle {idle:?} with http_idle_timeout {idle_timeout:?}"
+        );
+        sup.send(Shutdown).await.unwrap();
+    }
+    server.stop().await;
+}

@@ -273,7 +273,11 @@ fn prepare(
         headers.push((name, value));
     }
     let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
-    let client = client::build_client(settings.connect_timeout, settings.max_in_flight)?;
+    let client = client::build_client(
+        settings.connect_timeout,
+        settings.max_in_flight,
+        settings.http_idle_timeout,
+    )?;
     let auth = match &config.oauth {
         Some(oauth) => Some(auth::provider::Provider::new(
             server.clone(),

@@ -25,6 +25,12 @@ use crate::transport::TransportEvent;
 
 /// Attempts to resume one broken response stream before giving the call up.
 pub(super) const MAX_RESUMES: u32 = 3;
+/// How long a response stream is still read after its answer, for the server to end it: a
+/// stream read to its end gives its connection back to the pool, one dropped open closes it,
+/// and the next request pays for a new connection (and TLS handshake). A server ends the
+/// stream right after the answer (the spec says it should); one that keeps it open holds a
+/// connection this much longer, then loses it.
+const SETTLE: Duration = Duration::from_millis(100);
 /// The shortest reconnection delay we honour, whatever `retry:` says: a server asking for 0 ms
 /// must not make us spin.
 const MIN_RETRY: Duration = Duration::from_millis(100);
@@ -81,7 +87,7 @@ pub(super) async fn deliver(shared: &Shared, payload: &[u8], awaited: Option<u64
 }
 
 pub(super) enum Pumped {
-    /// The awaited response arrived (the stream is dropped, open or not).
+    /// The awaited response arrived (see [`settle`] for the rest of the stream).
     Answered,
     /// The stream ended first; `retry` is the server's reconnection delay, if it gave one;
     /// `events` is how many messages it delivered.
@@ -139,6 +145,9 @@ pub(super) async fn pump(
 pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u64, modern: bool) {
     let mut parser = SseParser::new(shared.max_message_bytes);
     let ended = pump(shared, &mut response, &mut parser, Some(id)).await;
+    if let Pumped::Answered = ended {
+        settle(shared, &mut response, &mut parser).await;
+    }
     if let Pumped::Ended { retry, .. } = ended {
         if modern {
             shared
@@ -151,6 +160,17 @@ pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u
             return;
         }
         resume(shared, id, parser, retry).await;
+    }
+}
+
+/// Reads what follows an answer on its stream (passing any message on) until the server ends
+/// the stream, for [`SETTLE`] at most, so that its connection can serve the next request.
+async fn settle(shared: &Shared, response: &mut Response, parser: &mut SseParser) {
+    if tokio::time::timeout(SETTLE, pump(shared, response, parser, None))
+        .await
+        .is_err()
+    {
+        tracing::debug!(server = %shared.server, settle_ms = SETTLE.as_millis() as u64, "a response stream stayed open after its answer; its connection is closed");
     }
 }
 
@@ -202,7 +222,8 @@ async fn resume(shared: &Shared, id: u64, mut parser: SseParser, mut retry: Opti
             }
         };
         match pump(shared, &mut response, &mut parser, Some(id)).await {
-            Pumped::Answered | Pumped::Closed => return,
+            Pumped::Answered => return settle(shared, &mut response, &mut parser).await,
+            Pumped::Closed => return,
             Pumped::Ended { retry: again, .. } => retry = again.or(retry),
         }
     }

@@ -137,6 +137,7 @@ impl TestHttpServer {
     pub async fn start_on_with(port: u16, era: Era) -> TestHttpServer {
         let shared = Arc::new(Shared::new(era));
         let data = web::Data::from(shared.clone());
+        let accepted = shared.clone();
         let server = HttpServer::new(move || {
             let seen = data.clone();
             App::new()
@@ -152,6 +153,11 @@ impl TestHttpServer {
                         .route(web::delete().to(delete)),
                 )
                 .route(bearer::METADATA_PATH, web::get().to(bearer::metadata))
+        })
+        .on_connect(move |_, _| {
+            accepted
+                .connections
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         })
         .workers(1)
         .disable_signals()

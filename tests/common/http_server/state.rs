@@ -34,6 +34,8 @@ pub(super) struct Shared {
     pub(super) counter: AtomicU64,
     /// Makes session ids unique within the server.
     pub(super) next_session: AtomicU64,
+    /// TCP connections accepted.
+    pub(super) connections: AtomicU64,
 }
 
 #[derive(Default)]
@@ -110,6 +112,7 @@ impl Shared {
             jobs: Mutex::default(),
             counter: AtomicU64::new(0),
             next_session: AtomicU64::new(1),
+            connections: AtomicU64::new(0),
         }
     }
 

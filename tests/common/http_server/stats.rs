@@ -118,6 +118,11 @@ impl Stats {
         super::tasks::ids(&self.0)
     }
 
+    /// TCP connections the server accepted.
+    pub fn connections(&self) -> u64 {
+        self.0.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub fn deletes(&self) -> usize {
         lock(&self.0.counters).deletes
     }
