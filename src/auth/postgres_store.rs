@@ -430,9 +430,14 @@ fn hold_renewal(
         let mut client = crate::postgres::open_bounded(config, LOCK_WAIT)?;
         let sql = |e: postgres::Error| crate::postgres::message(&e);
         // The transaction stays open, idle, for as long as the renewal takes: a server or
-        // role that ends idle transactions would end the lock under the renewer.
+        // role that ends idle transactions would end the lock under the renewer. The wait
+        // for the lock ends when the provider's does: a waiter that outlived its renewal
+        // would hold a connection and a thread until the holder let go.
         client
-            .batch_execute("SET idle_in_transaction_session_timeout = 0")
+            .batch_execute(&format!(
+                "SET idle_in_transaction_session_timeout = 0; SET lock_timeout = {}",
+                LOCK_WAIT.as_millis()
+            ))
             .map_err(sql)?;
         client
             .execute(
