@@ -132,7 +132,7 @@ settings! {
     /// than the idle timeouts of common servers (Node, uvicorn, actix-web: 5 s), so that a
     /// request is not sent on a connection the server is closing at that moment, which would
     /// leave a `tools/call` with an unknown outcome. Set it below the idle timeout of the
-    /// server or proxy in front of it (gunicorn's is 2 s). Zero keeps none.
+    /// server or proxy in front of it (gunicorn's is 2 s). Zero reuses none.
     http_idle_timeout: Duration = Duration::from_secs(4);
     /// Largest message accepted from the server (default 16 MiB); longer lines are dropped and
     /// counted.

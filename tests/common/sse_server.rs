@@ -42,6 +42,8 @@ struct State {
     endpoint: Mutex<Option<String>>,
     refuse_status: Mutex<u16>,
     cut_on_call: Mutex<Option<String>>,
+    /// TCP connections accepted.
+    connections: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,6 +94,7 @@ impl SseTestServer {
             ..State::default()
         });
         let data = web::Data::from(state.clone());
+        let accepted = state.clone();
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
@@ -101,6 +104,9 @@ impl SseTestServer {
                         .default_service(web::to(refuse)),
                 )
                 .route("/messages", web::post().to(message))
+        })
+        .on_connect(move |_, _| {
+            accepted.connections.fetch_add(1, Ordering::SeqCst);
         })
         .workers(1)
         .disable_signals()
@@ -151,6 +157,11 @@ impl SseTestServer {
     }
 
     /// Every POST to `/messages`.
+    /// TCP connections the server accepted.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::SeqCst)
+    }
+
     pub fn all_posts(&self) -> usize {
         lock(&self.state.methods).len()
     }

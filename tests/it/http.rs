@@ -650,13 +650,13 @@ async fn a_call_to_an_idle_modern_server_that_died_goes_out_when_it_is_back() {
 /// connection back to the pool: each call used to open a new one), if it was idle no longer
 /// than `http_idle_timeout` (default 4 s, below the 5 s of common servers), so that a request
 /// is not sent on one the server is closing at that moment (a `tools/call` lost so has an
-/// unknown outcome). The pause is the scenario (a connection left idle), not a
+/// unknown outcome). The pauses are the scenario (a connection left idle), not a
 /// synchronisation.
 #[actix::test]
 async fn a_connection_is_reused_unless_idle_longer_than_http_idle_timeout() {
     let server = TestHttpServer::start().await;
     let idle = Duration::from_millis(300);
-    for (idle_timeout, new_connections) in [(None, 0), (Some(Duration::from_millis(100)), 1)] {
+    for (idle_timeout, new_connections) in [(None, 0), (Some(Duration::from_millis(100)), 3)] {
         let mut config = ServerConfig::http("web", server.url());
         if let Some(timeout) = idle_timeout {
             config = config.http_idle_timeout(timeout);
@@ -665,14 +665,63 @@ async fn a_connection_is_reused_unless_idle_longer_than_http_idle_timeout() {
         events.ready("web", 1).await;
         sup.send(echo("warm")).await.unwrap().unwrap();
         let before = server.stats().connections();
-        tokio::time::sleep(idle).await;
-        sup.send(echo("after a pause")).await.unwrap().unwrap();
+        for _ in 0..3 {
+            tokio::time::sleep(idle).await;
+            sup.send(echo("after a pause")).await.unwrap().unwrap();
+        }
         assert_eq!(
             server.stats().connections() - before,
             new_connections,
-            "idle {idle:?} with http_idle_timeout {idle_timeout:?}"
+            "three calls {idle:?} apart with http_idle_timeout {idle_timeout:?}"
         );
         sup.send(Shutdown).await.unwrap();
     }
+    server.stop().await;
+}
+
+/// A server that keeps an answer's stream open after the answer: the call is answered at its
+/// answer, the stream is dropped after a short wait (its connection with it), and the
+/// server's next answers are not waited on (each then costs its connection).
+#[actix::test]
+async fn an_answer_stream_kept_open_is_answered_at_once_and_not_waited_on_again() {
+    use crate::common::http_server::{Body, Canned, Target};
+    let (logs, _guard) = logs::capture(tracing::Level::DEBUG);
+    let server = TestHttpServer::start().await;
+    let (sup, events) = start(ServerConfig::http("web", server.url()));
+    events.ready("web", 1).await;
+    sup.send(echo("warm")).await.unwrap().unwrap();
+    server.faults().canned(
+        Target::Post("tools/call".into()),
+        Canned::status(200)
+            .header("content-type", "text/event-stream")
+            .stream(Body::Repeat {
+                chunk: br#"data: {"jsonrpc":"2.0","id":{id},"result":{"content":[{"type":"text","text":"held"}]}}
+
+"#
+                .to_vec(),
+                count: Some(1),
+                every: Duration::ZERO,
+                hold: true,
+            })
+            .times(1),
+    );
+    let result = sup.send(echo("held")).await.unwrap().unwrap();
+    assert_eq!(text_of(&result), "held");
+    until("the held stream given up", || {
+        logs.lines()
+            .iter()
+            .any(|line| line.contains("stayed open after its answer"))
+    })
+    .await;
+    let before = server.stats().connections();
+    for _ in 0..3 {
+        sup.send(echo("next")).await.unwrap().unwrap();
+    }
+    assert_eq!(
+        server.stats().connections() - before,
+        3,
+        "each answer's stream dropped at its answer"
+    );
+    sup.send(Shutdown).await.unwrap();
     server.stop().await;
 }

@@ -59,6 +59,13 @@ async fn calls_and_a_notification_go_over_the_legacy_transport() {
         0,
         "no modern probe over SSE"
     );
+    // Each POST's acknowledgement is read to its end, so its connection serves the next POST
+    // (each opened its own before).
+    let before = server.connections();
+    for _ in 0..3 {
+        sup.send(echo("again")).await.unwrap().unwrap();
+    }
+    assert_eq!(server.connections(), before, "the POSTs' connection reused");
     sup.send(Shutdown).await.unwrap();
     server.stop().await;
 }

@@ -46,13 +46,14 @@ pub(super) struct Asked<'a> {
     pub body_len: usize,
 }
 
-pub(super) async fn on_response(shared: &Shared, response: Response, asked: Asked<'_>) {
+pub(super) async fn on_response(shared: &Shared, mut response: Response, asked: Asked<'_>) {
     let Asked {
         id, method, modern, ..
     } = asked;
     let status = response.status();
     if shared.legacy_sse && status.is_success() {
         // Accepted (202, or 200 "Accepted"): the answer comes on the SSE stream.
+        discard(&mut response).await;
         return;
     }
     if !modern && !shared.legacy_sse {
@@ -68,9 +69,13 @@ pub(super) async fn on_response(shared: &Shared, response: Response, asked: Aske
         return;
     }
     // 202 for a notification or a response of ours; whatever else a server sends there (an SSE
-    // stream the spec does not allow) is dropped unread.
-    let Some(id) = id else { return };
+    // stream the spec does not allow) is discarded.
+    let Some(id) = id else {
+        discard(&mut response).await;
+        return;
+    };
     if status == StatusCode::ACCEPTED {
+        discard(&mut response).await;
         if modern {
             // The 2026-07-28 revision answers every request on its own POST; 202 is for
             // notifications only.
@@ -99,6 +104,13 @@ pub(super) async fn on_response(shared: &Shared, response: Response, asked: Aske
     } else {
         json_answer(shared, response, id, method).await;
     }
+}
+
+/// Reads a body nobody needs to its end, bounded ([`ERROR_BODY_LIMIT`], [`stream::SETTLE`]):
+/// over HTTP/1.1 a body left unread closes the connection instead of giving it back to the
+/// pool for the next request.
+async fn discard(response: &mut Response) {
+    let _ = tokio::time::timeout(stream::SETTLE, response.body().limit(ERROR_BODY_LIMIT)).await;
 }
 
 /// A JSON answer: it must hold the response to request `id`.

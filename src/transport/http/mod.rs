@@ -105,6 +105,9 @@ struct Shared {
     session: RefCell<Option<String>>,
     protocol_version: RefCell<Option<String>>,
     events: mpsc::Sender<TransportEvent>,
+    /// Whether the rest of an SSE answer is still read after the answer, to keep its
+    /// connection (see `stream::settle`): until the server once kept one open past the wait.
+    settles: Cell<bool>,
     closed: Cell<bool>,
     close: Notify,
     max_message_bytes: usize,
@@ -295,6 +298,7 @@ fn prepare(
         endpoint: RefCell::new(None),
         initialize_refused: Cell::new(None),
         not_sse: Cell::new(false),
+        settles: Cell::new(true),
         shown_url: redact_url(&config.url),
         headers,
         auth,

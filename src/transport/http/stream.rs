@@ -25,12 +25,13 @@ use crate::transport::TransportEvent;
 
 /// Attempts to resume one broken response stream before giving the call up.
 pub(super) const MAX_RESUMES: u32 = 3;
-/// How long a response stream is still read after its answer, for the server to end it: a
-/// stream read to its end gives its connection back to the pool, one dropped open closes it,
-/// and the next request pays for a new connection (and TLS handshake). A server ends the
-/// stream right after the answer (the spec says it should); one that keeps it open holds a
-/// connection this much longer, then loses it.
-const SETTLE: Duration = Duration::from_millis(100);
+/// How long a response stream is still read after its answer, for the server to end it: over
+/// HTTP/1.1 a stream read to its end gives its connection back to the pool, one dropped open
+/// closes it, and the next request pays for a new connection (and TLS handshake). A server
+/// ends the stream right after the answer (the spec says it should). One that keeps it open
+/// past this wait loses the connection, and from then on its streams are dropped at the
+/// answer (a settling stream holds one of the connector's connections, which are counted).
+pub(super) const SETTLE: Duration = Duration::from_millis(100);
 /// The shortest reconnection delay we honour, whatever `retry:` says: a server asking for 0 ms
 /// must not make us spin.
 const MIN_RETRY: Duration = Duration::from_millis(100);
@@ -165,12 +166,18 @@ pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u
 
 /// Reads what follows an answer on its stream (passing any message on) until the server ends
 /// the stream, for [`SETTLE`] at most, so that its connection can serve the next request.
+/// Not over HTTP/2, whose streams share a connection that outlives them, nor once this
+/// server has kept a stream open past the wait.
 async fn settle(shared: &Shared, response: &mut Response, parser: &mut SseParser) {
+    if !shared.settles.get() || response.version() == awc::http::Version::HTTP_2 {
+        return;
+    }
     if tokio::time::timeout(SETTLE, pump(shared, response, parser, None))
         .await
         .is_err()
     {
-        tracing::debug!(server = %shared.server, settle_ms = SETTLE.as_millis() as u64, "a response stream stayed open after its answer; its connection is closed");
+        shared.settles.set(false);
+        tracing::debug!(server = %shared.server, settle_ms = SETTLE.as_millis() as u64, "a response stream stayed open after its answer: its connection is closed, and so are the next ones at their answers");
     }
 }
 

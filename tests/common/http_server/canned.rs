@@ -32,8 +32,9 @@ pub enum Body {
     /// These bytes, with every `{id}` replaced by the request's JSON-RPC id (`null` if none);
     /// then the body ends.
     Fixed(Vec<u8>),
-    /// `chunk`, `count` times (`None`: forever) as fast as the client reads, `every` apart;
-    /// then the body ends, or stays open without another byte if `hold`.
+    /// `chunk` (every `{id}` replaced, as in `Fixed`), `count` times (`None`: forever) as fast
+    /// as the client reads, `every` apart; then the body ends, or stays open without another
+    /// byte if `hold`.
     Repeat {
         chunk: Vec<u8>,
         count: Option<usize>,
@@ -148,17 +149,17 @@ pub(super) async fn take(
     for (name, value) in &canned.headers {
         response.append_header((name.as_str(), value.as_slice()));
     }
-    Some(match canned.body {
-        Body::Fixed(bytes) => {
-            let id = id.map_or_else(|| "null".to_owned(), Value::to_string);
-            let text = String::from_utf8_lossy(&bytes);
-            let body = if text.contains("{id}") {
-                text.replace("{id}", &id).into_bytes()
-            } else {
-                bytes
-            };
-            response.body(body)
+    let with_id = |bytes: Vec<u8>| {
+        let id = id.map_or_else(|| "null".to_owned(), Value::to_string);
+        let text = String::from_utf8_lossy(&bytes);
+        if text.contains("{id}") {
+            text.replace("{id}", &id).into_bytes()
+        } else {
+            bytes
         }
+    };
+    Some(match canned.body {
+        Body::Fixed(bytes) => response.body(with_id(bytes)),
         Body::Repeat {
             chunk,
             count,
@@ -166,7 +167,7 @@ pub(super) async fn take(
             hold,
         } => response.streaming(repeat(
             state.clone(),
-            Bytes::from(chunk),
+            Bytes::from(with_id(chunk)),
             count,
             every,
             hold,
