@@ -81,6 +81,20 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// The parent's commands to a replica: the lines of its stdin, read on a thread of their own.
+fn commands() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
 /// Plays a replica: a supervisor of `web` (the parent's server, with `X-Replica: <name>`) on
 /// the shared store. Says `READY`, then takes, one line each:
 ///
@@ -103,15 +117,7 @@ async fn replica(spec: &str) {
         settings.call_timeout = Duration::from_secs(60);
         let (sup, _events) = supervise(url.to_owned(), schema, name, lease, settings).await;
         say("READY");
-        let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut lines = commands();
         while let Some(line) = lines.recv().await {
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {

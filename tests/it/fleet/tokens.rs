@@ -16,7 +16,7 @@ use mcp_supervisor::config::OAuthConfig;
 use mcp_supervisor::{CallTool, ServerConfig, Supervisor};
 use serde_json::json;
 
-use super::{say, schema, target, Replica};
+use super::{commands, say, schema, target, Replica};
 use crate::common::oauth_server::OAuthServer;
 use crate::common::*;
 use crate::oauth::headless::Headless;
@@ -38,16 +38,7 @@ async fn replica(spec: &str) {
         go: Some(user_may_sign_in),
         ..Headless::default()
     };
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead as _;
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut lines = commands();
     let go = async move {
         assert_eq!(
             lines.recv().await.as_deref(),
