@@ -145,22 +145,19 @@ pub(super) async fn pump(
 /// response loses the request, and the actor's retry rules decide what happens to it.
 pub(super) async fn follow_answer(shared: &Shared, mut response: Response, id: u64, modern: bool) {
     let mut parser = SseParser::new(shared.max_message_bytes);
-    let ended = pump(shared, &mut response, &mut parser, Some(id)).await;
-    if let Pumped::Answered = ended {
-        settle(shared, &mut response, &mut parser).await;
-    }
-    if let Pumped::Ended { retry, .. } = ended {
-        if modern {
+    match pump(shared, &mut response, &mut parser, Some(id)).await {
+        Pumped::Answered => settle(shared, &mut response, &mut parser).await,
+        Pumped::Ended { .. } if modern => {
             shared
                 .emit(TransportEvent::Interrupted {
                     ids: vec![id],
                     error: shared.connection_error("the response stream ended before its answer"),
                     socket: true,
                 })
-                .await;
-            return;
+                .await
         }
-        resume(shared, id, parser, retry).await;
+        Pumped::Ended { retry, .. } => resume(shared, id, parser, retry).await,
+        Pumped::Closed => {}
     }
 }
 
