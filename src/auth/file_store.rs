@@ -8,8 +8,14 @@
 //! elsewhere — is ever opened in its place. The directory must be the user's own and closed to
 //! others (no read or write for group or others): one another user can list or write to could
 //! show or swap the file, so such a directory is refused when the store is opened, never
-//! changed behind the user's back. Read once when opened. A file that cannot be read or written
-//! is logged (never its contents) and the store goes on in memory.
+//! changed behind the user's back. Read when opened, and again before every change and every
+//! renewal: several processes may share the file (two `mcpctl` runs at once). A change reads
+//! the file, applies itself and writes the file under an exclusive lock on `.<name>.lock`, so
+//! that no process writes back another's change unseen; a renewal holds a lock of its server
+//! URL's own (`.<name>.<digest of the URL>.lock`) for as long as it lasts, so that one process
+//! refreshes a rotated refresh token and the others take its tokens. The locks are advisory
+//! (`flock`), on files beside the token file in its private directory. A file that cannot be
+//! read or written is logged (never its contents) and the store goes on in memory.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -20,7 +26,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{IssuerBinding, Registration, Secret, TokenStore, Tokens};
+use super::store::{store_id, LocalRenewal};
+use super::{
+    IssuerBinding, Registration, RenewalFuture, RenewalGuard, Secret, TokenStore, TokenStoreError,
+    Tokens,
+};
 
 /// A [`TokenStore`] in a file readable by its owner only.
 ///
@@ -109,21 +119,7 @@ impl FileTokenStore {
             .mode(0o700)
             .create(dir)?;
         check_private(dir)?;
-        let data = match std::fs::File::open(&path) {
-            Ok(file) => {
-                use std::io::Read as _;
-                let mut text = Vec::new();
-                file.take(MAX_FILE).read_to_end(&mut text)?;
-                serde_json::from_slice(&text).map_err(|_| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "the token file is not valid",
-                    )
-                })?
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Data::default(),
-            Err(e) => return Err(e),
-        };
+        let data = read(&path)?.unwrap_or_default();
         Ok(FileTokenStore {
             path,
             data: Mutex::new(data),
@@ -135,13 +131,105 @@ impl FileTokenStore {
         &self.path
     }
 
-    fn change(&self, f: impl FnOnce(&mut Data)) {
+    /// Reads the file again (another process may have changed it), applies `f` and writes the
+    /// file, under the lock of changes. A file that cannot be read is written over from
+    /// memory; one that cannot be locked or written is logged (the change is kept in memory)
+    /// and returned.
+    fn change(&self, f: impl FnOnce(&mut Data)) -> std::io::Result<()> {
         let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let changing = lock_file(&lock_path(&self.path, None));
+        if changing.is_ok() {
+            if let Ok(Some(stored)) = read(&self.path) {
+                *data = stored;
+            }
+        }
         f(&mut data);
-        if let Err(e) = write(&self.path, &data) {
+        let written = changing.and_then(|_changing| write(&self.path, &data));
+        if let Err(e) = &written {
             tracing::warn!(path = %self.path.display(), error = %e, "the token file could not be written: tokens are kept in memory only");
         }
+        written
     }
+
+    /// What the file holds now, kept as this store's view too.
+    fn reread(&self) -> std::io::Result<()> {
+        let stored = read(&self.path)?;
+        if let Some(stored) = stored {
+            *self.data.lock().unwrap_or_else(|e| e.into_inner()) = stored;
+        }
+        Ok(())
+    }
+
+    fn save(&self, server_url: &str, tokens: Tokens) -> std::io::Result<()> {
+        let stored = StoredTokens {
+            issuer: tokens.issuer,
+            access_token: tokens.access_token.expose().to_owned(),
+            refresh_token: tokens.refresh_token.map(|s| s.expose().to_owned()),
+            expires_at: tokens.expires_at.map(secs),
+            scope: tokens.scope,
+            dpop: tokens.dpop,
+        };
+        self.change(|d| {
+            d.tokens.insert(server_url.to_owned(), stored);
+        })
+    }
+
+    fn failed(&self, e: &std::io::Error) -> TokenStoreError {
+        TokenStoreError::Database {
+            database: self.path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The file's contents; `None` if there is no file (yet).
+fn read(path: &Path) -> std::io::Result<Option<Data>> {
+    match std::fs::File::open(path) {
+        Ok(file) => {
+            use std::io::Read as _;
+            let mut text = Vec::new();
+            file.take(MAX_FILE).read_to_end(&mut text)?;
+            serde_json::from_slice(&text).map(Some).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the token file is not valid",
+                )
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The lock file beside the token file: of changes (`None`), or of one server URL's renewals.
+fn lock_path(path: &Path, server_url: Option<&str>) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "tokens".into(), |n| n.to_string_lossy().into_owned());
+    match server_url {
+        None => path.with_file_name(format!(".{name}.lock")),
+        Some(url) => {
+            use sha2::Digest as _;
+            let digest = sha2::Sha256::digest(url.as_bytes());
+            let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            path.with_file_name(format!(".{name}.{hex}.lock"))
+        }
+    }
+}
+
+/// Opens (creating it `0600`, never through a link) and locks `path` exclusively, waiting for
+/// the process that holds it; the lock lasts as long as the file returned stays open.
+fn lock_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// Group and others may neither list nor change the directory. (Search alone, `--x`, lets
@@ -228,21 +316,46 @@ impl TokenStore for FileTokenStore {
     }
 
     fn save_tokens(&self, server_url: &str, tokens: Tokens) {
-        let stored = StoredTokens {
-            issuer: tokens.issuer,
-            access_token: tokens.access_token.expose().to_owned(),
-            refresh_token: tokens.refresh_token.map(|s| s.expose().to_owned()),
-            expires_at: tokens.expires_at.map(secs),
-            scope: tokens.scope,
-            dpop: tokens.dpop,
-        };
-        self.change(|d| {
-            d.tokens.insert(server_url.to_owned(), stored);
-        });
+        let _ = self.save(server_url, tokens);
+    }
+
+    fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
+        let local = LocalRenewal::lock(store_id(self), server_url.to_owned());
+        let path = lock_path(&self.path, Some(server_url));
+        let shown = self.path.display().to_string();
+        Box::pin(async move {
+            let local = local.await;
+            let failed = |e: std::io::Error| TokenStoreError::Database {
+                database: shown.clone(),
+                message: format!("the renewal lock: {e}"),
+            };
+            // The wait is another process's renewal: on a thread, as long as that lasts.
+            let (granted, grant) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("mcp-token-file-lock".into())
+                .spawn(move || {
+                    let _ = granted.send(lock_file(&path));
+                })
+                .map_err(failed)?;
+            match grant.await {
+                Ok(Ok(file)) => Ok(RenewalGuard::holding((local, file))),
+                Ok(Err(e)) => Err(failed(e)),
+                Err(_) => Err(failed(std::io::Error::other("the lock's thread ended"))),
+            }
+        })
+    }
+
+    fn tokens_for_renewal(&self, server_url: &str) -> Result<Option<Tokens>, TokenStoreError> {
+        self.reread().map_err(|e| self.failed(&e))?;
+        Ok(self.tokens(server_url))
+    }
+
+    fn save_renewed_tokens(&self, server_url: &str, tokens: Tokens) -> Result<(), TokenStoreError> {
+        self.save(server_url, tokens).map_err(|e| self.failed(&e))
     }
 
     fn clear_tokens(&self, server_url: &str) {
-        self.change(|d| {
+        let _ = self.change(|d| {
             d.tokens.remove(server_url);
         });
     }
@@ -265,7 +378,7 @@ impl TokenStore for FileTokenStore {
             client_secret: registration.client_secret.map(|s| s.expose().to_owned()),
             auth_method: registration.auth_method,
         };
-        self.change(|d| {
+        let _ = self.change(|d| {
             d.registrations.insert(issuer.to_owned(), stored);
         });
     }
@@ -281,7 +394,7 @@ impl TokenStore for FileTokenStore {
             client_id: binding.client_id,
             issuer: binding.issuer,
         };
-        self.change(|d| {
+        let _ = self.change(|d| {
             d.bindings.insert(server_url.to_owned(), stored);
         });
     }
@@ -374,11 +487,105 @@ mod tests {
             "the token file is a file, not a link"
         );
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        let names: Vec<_> = std::fs::read_dir(dir.path())
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names.len(), 3, "no temporary file left behind: {names:?}");
+        names.sort();
+        let planted = planted.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            names,
+            [
+                ".tokens.json.lock",
+                "elsewhere",
+                "tokens.json",
+                planted.as_str()
+            ],
+            "no temporary file left behind (the lock of changes stays)"
+        );
+    }
+
+    #[test]
+    fn stores_of_one_file_keep_each_others_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private/tokens.json");
+        // Two processes, say: each opened the file before the other wrote to it.
+        let first = FileTokenStore::open(&path).unwrap();
+        let second = FileTokenStore::open(&path).unwrap();
+        first.save_tokens("https://mcp/one", Tokens::new("https://as", "first-access"));
+        second.save_registration(
+            "https://as",
+            Registration {
+                issuer: "https://as".into(),
+                client_id: "client-2".into(),
+                client_secret: None,
+                auth_method: None,
+            },
+        );
+        let both = FileTokenStore::open(&path).unwrap();
+        assert_eq!(
+            both.tokens("https://mcp/one")
+                .unwrap()
+                .access_token
+                .expose(),
+            "first-access",
+            "the second store's change did not write the first's away"
+        );
+        assert!(both.registration("https://as").is_some());
+        // A renewal reads what another process saved since.
+        second.save_tokens("https://mcp/one", Tokens::new("https://as", "renewed"));
+        let seen = first
+            .tokens_for_renewal("https://mcp/one")
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen.access_token.expose(), "renewed");
+    }
+
+    /// Whether some process waits for the `flock` of the file at `path` (`/proc/locks` lists
+    /// each waiter with `->`, and the file by device and inode).
+    fn has_waiter(path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        let inode = format!(":{} ", std::fs::metadata(path).unwrap().ino());
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|line| line.contains("->") && line.contains(&inode))
+    }
+
+    #[actix::test]
+    async fn a_renewal_lock_is_one_for_every_store_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private/tokens.json");
+        let first = FileTokenStore::open(&path).unwrap();
+        let second = std::sync::Arc::new(FileTokenStore::open(&path).unwrap());
+        let held = first.lock_renewal("https://mcp/one").await.expect("a lock");
+        // Another server's renewals are not held up.
+        let elsewhere = tokio::time::timeout(
+            Duration::from_secs(20),
+            second.lock_renewal("https://mcp/two"),
+        )
+        .await
+        .expect("another server's lock at once");
+        assert!(elsewhere.is_ok(), "{elsewhere:?}");
+        let mut waiting = second.lock_renewal("https://mcp/one");
+        let lock = lock_path(&path, Some("https://mcp/one"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !has_waiter(&lock) {
+            assert!(
+                futures_util::FutureExt::now_or_never(&mut waiting).is_none(),
+                "granted while held"
+            );
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the waiter never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(held);
+        let granted = tokio::time::timeout(Duration::from_secs(20), waiting)
+            .await
+            .expect("granted once the holder lets go");
+        assert!(granted.is_ok(), "{granted:?}");
     }
 
     #[test]

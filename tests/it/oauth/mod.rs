@@ -225,6 +225,58 @@ async fn a_store_with_coarser_expiry_still_refreshes_once_per_renewal() {
     assert_eq!(after.mcp_401, before.mcp_401, "none refused: {after:?}");
 }
 
+/// Processes sharing one `FileTokenStore` file (two `mcpctl` runs at once; here two stores of
+/// the file in one process, which lock it as two processes would): the user signs in once,
+/// when both have met the 401, and a rotated refresh token raced by both is used once (a
+/// second use would be refused `invalid_grant`, and void the grant).
+#[actix::test]
+async fn stores_of_one_token_file_sign_in_once_and_refresh_a_rotated_token_once() {
+    let _trace = TraceWatch::start();
+    let server = OAuthServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("private/tokens.json");
+    let (go, user_may_sign_in) = tokio::sync::watch::channel(false);
+    let authorizer = Headless {
+        go: Some(user_may_sign_in),
+        ..Headless::default()
+    };
+    let mut sups = Vec::new();
+    for _ in 0..2 {
+        let store = Arc::new(mcp_supervisor::auth::FileTokenStore::open(&path).unwrap());
+        sups.push(start(code_config(&server, &authorizer, store)));
+    }
+    common::until("both refused without tokens", || {
+        server.counts().mcp_401 >= 2
+    })
+    .await;
+    go.send_replace(true);
+    for (_, events) in &sups {
+        events.ready(NAME, 1).await;
+    }
+    let c = server.counts();
+    assert_eq!(
+        (c.authorize, c.register, c.token_code),
+        (1, 1, 1),
+        "one sign-in for both: {c:?}"
+    );
+
+    // Both tokens stop working, and the token endpoint takes its time: the refreshes overlap.
+    server.expire_access_tokens();
+    server.token_delay(Some(Duration::from_millis(300)));
+    let before = server.counts();
+    let (first, second) = tokio::join!(call(&sups[0].0, "echo"), call(&sups[1].0, "echo"));
+    first.expect("the first call succeeds");
+    second.expect("the second call succeeds");
+    let after = server.counts();
+    assert_eq!(after.mcp_401 - before.mcp_401, 2, "both refused: {after:?}");
+    assert_eq!(
+        after.token_refresh - before.token_refresh,
+        1,
+        "one refresh for both: {after:?}"
+    );
+    assert_eq!(after.authorize, 1, "and no new sign-in: {after:?}");
+}
+
 #[actix::test]
 async fn a_failed_refresh_means_authorization_required_not_a_loop() {
     let _trace = TraceWatch::start();
