@@ -14,8 +14,11 @@
 //! that no process writes back another's change unseen; a renewal holds a lock of its server
 //! URL's own (`.<name>.<digest of the URL>.lock`) for as long as it lasts, so that one process
 //! refreshes a rotated refresh token and the others take its tokens. The locks are advisory
-//! (`flock`), on files beside the token file in its private directory. A file that cannot be
-//! read or written is logged (never its contents) and the store goes on in memory.
+//! (`flock`), on files beside the token file in its private directory, and every wait for one
+//! is bounded or ends with its waiter. A file that cannot be read, written or locked is
+//! logged (never its contents) and the store goes on: in memory, where a change not yet
+//! written stays over what the file says until it is written, so that a rotated refresh
+//! token is never traded back for the one it replaced.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -48,7 +51,46 @@ use super::{
 #[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,
-    data: Mutex<Data>,
+    state: Mutex<State>,
+}
+
+/// What the store knows: the file's contents as last read, with the changes it could not
+/// write yet laid over them (again after every read).
+struct State {
+    data: Data,
+    unsaved: Vec<Change>,
+}
+
+/// A change of the store, kept to be laid again over what the file says until it is written.
+type Change = Box<dyn Fn(&mut Data) + Send>;
+
+/// Changes kept unwritten at most (the file cannot be written for a long time): the oldest
+/// goes first; later changes of the same entry have superseded it.
+const MAX_UNSAVED: usize = 256;
+
+/// How long a change waits for another process's change of the file (milliseconds each: a
+/// read and a write) before it goes on without the lock.
+const CHANGE_LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// How often a renewal looks whether another process's renewal has let go of its lock
+/// (`flock` cannot wait with a deadline; a wait that looks can end with its waiter).
+const RENEWAL_LOCK_LOOK: Duration = Duration::from_millis(50);
+
+impl State {
+    /// What the file says now, with the unwritten changes laid over it.
+    fn adopt(&mut self, stored: Data) {
+        self.data = stored;
+        for change in &self.unsaved {
+            change(&mut self.data);
+        }
+    }
+}
+
+// The file's contents are never shown.
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}, {} unsaved", self.data, self.unsaved.len())
+    }
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -122,8 +164,15 @@ impl FileTokenStore {
         let data = read(&path)?.unwrap_or_default();
         Ok(FileTokenStore {
             path,
-            data: Mutex::new(data),
+            state: Mutex::new(State {
+                data,
+                unsaved: Vec::new(),
+            }),
         })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Where the file is.
@@ -131,31 +180,76 @@ impl FileTokenStore {
         &self.path
     }
 
-    /// Reads the file again (another process may have changed it), applies `f` and writes the
-    /// file, under the lock of changes. A file that cannot be read is written over from
-    /// memory; one that cannot be locked or written is logged (the change is kept in memory)
-    /// and returned.
-    fn change(&self, f: impl FnOnce(&mut Data)) -> std::io::Result<()> {
-        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
-        let changing = lock_file(&lock_path(&self.path, None));
-        if changing.is_ok() {
-            if let Ok(Some(stored)) = read(&self.path) {
-                *data = stored;
+    /// Reads the file again (another process may have changed it), applies `change` and
+    /// writes the file, under the lock of changes (waited for [`CHANGE_LOCK_WAIT`] at most).
+    /// What cannot be read, locked or written is logged; a change not written is kept, over
+    /// what the file says, until a later write takes it. The error is the write's.
+    fn change(&self, change: Change) -> std::io::Result<()> {
+        let mut state = self.state();
+        let _changing = self.lock_changes();
+        match read(&self.path) {
+            Ok(Some(stored)) => state.adopt(stored),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "the token file cannot be read: it is written again from memory");
             }
         }
-        f(&mut data);
-        let written = changing.and_then(|_changing| write(&self.path, &data));
-        if let Err(e) = &written {
-            tracing::warn!(path = %self.path.display(), error = %e, "the token file could not be written: tokens are kept in memory only");
+        change(&mut state.data);
+        let written = write(&self.path, &state.data);
+        match &written {
+            Ok(()) => state.unsaved.clear(),
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "the token file could not be written: the change is kept in memory until it can be");
+                if state.unsaved.len() == MAX_UNSAVED {
+                    drop(state.unsaved.remove(0));
+                }
+                state.unsaved.push(change);
+            }
         }
         written
     }
 
-    /// What the file holds now, kept as this store's view too.
+    /// The lock of changes, if it can be had within [`CHANGE_LOCK_WAIT`]: a change is short,
+    /// and one that cannot have the lock (a file system without locks, a process stopped
+    /// while it held it) goes on without it rather than hold up its caller.
+    fn lock_changes(&self) -> Option<std::fs::File> {
+        let path = lock_path(&self.path, None);
+        let waited = (|| {
+            let file = open_lock(&path)?;
+            let started = std::time::Instant::now();
+            loop {
+                match file.try_lock() {
+                    Ok(()) => return Ok(file),
+                    Err(std::fs::TryLockError::WouldBlock)
+                        if started.elapsed() < CHANGE_LOCK_WAIT =>
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(std::fs::TryLockError::WouldBlock) => {
+                        return Err(std::io::Error::other(format!(
+                            "another process held it for {} s",
+                            CHANGE_LOCK_WAIT.as_secs()
+                        )))
+                    }
+                    Err(std::fs::TryLockError::Error(e)) => return Err(e),
+                }
+            }
+        })();
+        match waited {
+            Ok(file) => Some(file),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "the token file's lock of changes cannot be had: changing it without");
+                None
+            }
+        }
+    }
+
+    /// What the file holds now (with the changes not written yet over it), kept as this
+    /// store's view too.
     fn reread(&self) -> std::io::Result<()> {
-        let stored = read(&self.path)?;
-        if let Some(stored) = stored {
-            *self.data.lock().unwrap_or_else(|e| e.into_inner()) = stored;
+        let mut state = self.state();
+        if let Some(stored) = read(&self.path)? {
+            state.adopt(stored);
         }
         Ok(())
     }
@@ -169,9 +263,10 @@ impl FileTokenStore {
             scope: tokens.scope,
             dpop: tokens.dpop,
         };
-        self.change(|d| {
-            d.tokens.insert(server_url.to_owned(), stored);
-        })
+        let url = server_url.to_owned();
+        self.change(Box::new(move |d| {
+            d.tokens.insert(url.clone(), stored.clone());
+        }))
     }
 
     fn failed(&self, e: &std::io::Error) -> TokenStoreError {
@@ -182,11 +277,22 @@ impl FileTokenStore {
     }
 }
 
-/// The file's contents; `None` if there is no file (yet).
+/// The file's contents; `None` if there is no file (yet). Never blocks on what is not a
+/// file (a fifo put there).
 fn read(path: &Path) -> std::io::Result<Option<Data>> {
-    match std::fs::File::open(path) {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    match opened {
         Ok(file) => {
             use std::io::Read as _;
+            if !file.metadata()?.is_file() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the token file is not a regular file",
+                ));
+            }
             let mut text = Vec::new();
             file.take(MAX_FILE).read_to_end(&mut text)?;
             serde_json::from_slice(&text).map(Some).map_err(|_| {
@@ -217,18 +323,42 @@ fn lock_path(path: &Path, server_url: Option<&str>) -> PathBuf {
     }
 }
 
-/// Opens (creating it `0600`, never through a link) and locks `path` exclusively, waiting for
-/// the process that holds it; the lock lasts as long as the file returned stays open.
-fn lock_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
+/// Opens the lock file at `path`, creating it `0600`, never through a link (read-only if it
+/// exists where we may not write: `flock` needs no more). Only a regular file of the token
+/// directory's owner that nobody else may open is a lock: another user able to open it could
+/// hold it forever.
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = match options
+        .clone()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW)
         .mode(0o600)
-        .open(path)?;
-    file.lock()?;
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.raw_os_error() == Some(libc::EROFS) =>
+        {
+            options.read(true).open(path)?
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    // The owner of the token directory (which `open` checked is closed to others).
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let owner = std::fs::metadata(dir.unwrap_or(Path::new(".")))?.uid();
+    if !meta.is_file() || meta.uid() != owner || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the lock file is not a private regular file of this user's",
+        ));
+    }
     Ok(file)
 }
 
@@ -301,7 +431,8 @@ fn secs(at: SystemTime) -> u64 {
 
 impl TokenStore for FileTokenStore {
     fn tokens(&self, server_url: &str) -> Option<Tokens> {
-        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.state();
+        let data = &state.data;
         let t = data.tokens.get(server_url)?.clone();
         Some(Tokens {
             issuer: t.issuer,
@@ -325,22 +456,50 @@ impl TokenStore for FileTokenStore {
         let shown = self.path.display().to_string();
         Box::pin(async move {
             let local = local.await;
-            let failed = |e: std::io::Error| TokenStoreError::Database {
-                database: shown.clone(),
-                message: format!("the renewal lock: {e}"),
-            };
-            // The wait is another process's renewal: on a thread, as long as that lasts.
+            // Another process renews: on a thread, as long as that lasts or until this renewal
+            // gives up (the future dropped: the thread sees nobody waits, and ends).
             let (granted, grant) = tokio::sync::oneshot::channel();
-            std::thread::Builder::new()
+            let waiting = std::thread::Builder::new()
                 .name("mcp-token-file-lock".into())
                 .spawn(move || {
-                    let _ = granted.send(lock_file(&path));
-                })
-                .map_err(failed)?;
-            match grant.await {
-                Ok(Ok(file)) => Ok(RenewalGuard::holding((local, file))),
-                Ok(Err(e)) => Err(failed(e)),
-                Err(_) => Err(failed(std::io::Error::other("the lock's thread ended"))),
+                    let locked = (|| {
+                        let file = open_lock(&path)?;
+                        loop {
+                            match file.try_lock() {
+                                Ok(()) => return Ok(Some(file)),
+                                Err(std::fs::TryLockError::WouldBlock) if granted.is_closed() => {
+                                    return Ok(None)
+                                }
+                                Err(std::fs::TryLockError::WouldBlock) => {
+                                    std::thread::sleep(RENEWAL_LOCK_LOOK)
+                                }
+                                Err(std::fs::TryLockError::Error(e)) => return Err(e),
+                            }
+                        }
+                    })();
+                    match locked {
+                        Ok(Some(file)) => {
+                            let _ = granted.send(Ok(file));
+                        }
+                        // Nobody waits any more.
+                        Ok(None) => {}
+                        Err(e) => {
+                            let _ = granted.send(Err(e));
+                        }
+                    }
+                });
+            let locked = match waiting {
+                Ok(_) => grant
+                    .await
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the lock's thread ended"))),
+                Err(e) => Err(e),
+            };
+            match locked {
+                Ok(file) => Ok(RenewalGuard::holding((local, file))),
+                Err(e) => {
+                    tracing::warn!(path = %shown, error = %e, "the token file's renewal lock cannot be had: renewing with this process's lock only");
+                    Ok(RenewalGuard::holding(local))
+                }
             }
         })
     }
@@ -355,13 +514,15 @@ impl TokenStore for FileTokenStore {
     }
 
     fn clear_tokens(&self, server_url: &str) {
-        let _ = self.change(|d| {
-            d.tokens.remove(server_url);
-        });
+        let url = server_url.to_owned();
+        let _ = self.change(Box::new(move |d| {
+            d.tokens.remove(&url);
+        }));
     }
 
     fn registration(&self, issuer: &str) -> Option<Registration> {
-        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.state();
+        let data = &state.data;
         let r = data.registrations.get(issuer)?.clone();
         Some(Registration {
             issuer: r.issuer,
@@ -378,13 +539,15 @@ impl TokenStore for FileTokenStore {
             client_secret: registration.client_secret.map(|s| s.expose().to_owned()),
             auth_method: registration.auth_method,
         };
-        let _ = self.change(|d| {
-            d.registrations.insert(issuer.to_owned(), stored);
-        });
+        let issuer = issuer.to_owned();
+        let _ = self.change(Box::new(move |d| {
+            d.registrations.insert(issuer.clone(), stored.clone());
+        }));
     }
 
     fn issuer_binding(&self, server_url: &str) -> Option<IssuerBinding> {
-        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.state();
+        let data = &state.data;
         let b = data.bindings.get(server_url)?;
         Some(IssuerBinding::new(b.client_id.clone(), b.issuer.clone()))
     }
@@ -394,9 +557,10 @@ impl TokenStore for FileTokenStore {
             client_id: binding.client_id,
             issuer: binding.issuer,
         };
-        let _ = self.change(|d| {
-            d.bindings.insert(server_url.to_owned(), stored);
-        });
+        let url = server_url.to_owned();
+        let _ = self.change(Box::new(move |d| {
+            d.bindings.insert(url.clone(), stored.clone());
+        }));
     }
 }
 
@@ -541,17 +705,6 @@ mod tests {
         assert_eq!(seen.access_token.expose(), "renewed");
     }
 
-    /// Whether some process waits for the `flock` of the file at `path` (`/proc/locks` lists
-    /// each waiter with `->`, and the file by device and inode).
-    fn has_waiter(path: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt as _;
-        let inode = format!(":{} ", std::fs::metadata(path).unwrap().ino());
-        std::fs::read_to_string("/proc/locks")
-            .unwrap()
-            .lines()
-            .any(|line| line.contains("->") && line.contains(&inode))
-    }
-
     #[actix::test]
     async fn a_renewal_lock_is_one_for_every_store_of_the_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -567,20 +720,23 @@ mod tests {
         .await
         .expect("another server's lock at once");
         assert!(elsewhere.is_ok(), "{elsewhere:?}");
+        // Not granted while held: looked at for a while (its thread looks every 50 ms).
         let mut waiting = second.lock_renewal("https://mcp/one");
-        let lock = lock_path(&path, Some("https://mcp/one"));
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !has_waiter(&lock) {
+        for _ in 0..10 {
             assert!(
                 futures_util::FutureExt::now_or_never(&mut waiting).is_none(),
                 "granted while held"
             );
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the waiter never waited"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(RENEWAL_LOCK_LOOK).await;
         }
+        // A waiter (of a third store) that gives up leaves the lock to the next.
+        let third = FileTokenStore::open(&path).unwrap();
+        let mut abandoned = third.lock_renewal("https://mcp/one");
+        assert!(
+            futures_util::FutureExt::now_or_never(&mut abandoned).is_none(),
+            "granted while held"
+        );
+        drop(abandoned);
         drop(held);
         let granted = tokio::time::timeout(Duration::from_secs(20), waiting)
             .await
@@ -606,6 +762,66 @@ mod tests {
         assert_eq!(
             again.issuer_binding("https://mcp/mcp"),
             Some(IssuerBinding::new("svc", "https://as"))
+        );
+    }
+
+    #[test]
+    fn stores_changing_one_file_at_once_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private/tokens.json");
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let store = FileTokenStore::open(&path).unwrap();
+                std::thread::spawn(move || {
+                    for n in 0..40 {
+                        store.save_tokens(
+                            &format!("https://mcp/{writer}/{n}"),
+                            Tokens::new("https://as", "access"),
+                        );
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let all = FileTokenStore::open(&path).unwrap();
+        for writer in 0..2 {
+            for n in 0..40 {
+                assert!(
+                    all.tokens(&format!("https://mcp/{writer}/{n}")).is_some(),
+                    "writer {writer}'s token {n} kept"
+                );
+            }
+        }
+    }
+
+    #[actix::test]
+    async fn a_lock_that_cannot_be_had_leaves_the_store_working() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private/tokens.json");
+        let store = FileTokenStore::open(&path).unwrap();
+        // Directories where the locks would be: neither can be opened as a lock.
+        std::fs::create_dir(lock_path(&path, None)).unwrap();
+        std::fs::create_dir(lock_path(&path, Some("https://mcp/one"))).unwrap();
+        let guard = tokio::time::timeout(
+            Duration::from_secs(20),
+            store.lock_renewal("https://mcp/one"),
+        )
+        .await
+        .expect("at once");
+        assert!(guard.is_ok(), "this process's lock only: {guard:?}");
+        store
+            .save_renewed_tokens("https://mcp/one", Tokens::new("https://as", "renewed"))
+            .expect("written without the lock of changes");
+        let again = FileTokenStore::open(&path).unwrap();
+        assert_eq!(
+            again
+                .tokens("https://mcp/one")
+                .unwrap()
+                .access_token
+                .expose(),
+            "renewed"
         );
     }
 }
