@@ -72,8 +72,8 @@ const MAX_UNSAVED: usize = 256;
 /// read and a write) before it goes on without the lock.
 const CHANGE_LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// How often a renewal looks whether another process's renewal has let go of its lock
-/// (`flock` cannot wait with a deadline; a wait that looks can end with its waiter).
+/// How often a renewal looks whether another process's renewal has let go of its lock (a
+/// wait that looks can end with its waiter).
 const RENEWAL_LOCK_LOOK: Duration = Duration::from_millis(50);
 
 impl State {
@@ -214,27 +214,18 @@ impl FileTokenStore {
     /// while it held it) goes on without it rather than hold up its caller.
     fn lock_changes(&self) -> Option<std::fs::File> {
         let path = lock_path(&self.path, None);
-        let waited = (|| {
-            let file = open_lock(&path)?;
-            let started = std::time::Instant::now();
-            loop {
-                match file.try_lock() {
-                    Ok(()) => return Ok(file),
-                    Err(std::fs::TryLockError::WouldBlock)
-                        if started.elapsed() < CHANGE_LOCK_WAIT =>
-                    {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Err(std::fs::TryLockError::WouldBlock) => {
-                        return Err(std::io::Error::other(format!(
-                            "another process held it for {} s",
-                            CHANGE_LOCK_WAIT.as_secs()
-                        )))
-                    }
-                    Err(std::fs::TryLockError::Error(e)) => return Err(e),
-                }
-            }
-        })();
+        let started = std::time::Instant::now();
+        let waited = lock_until(&path, Duration::from_millis(5), || {
+            started.elapsed() >= CHANGE_LOCK_WAIT
+        })
+        .and_then(|file| {
+            file.ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "another process held it for {} s",
+                    CHANGE_LOCK_WAIT.as_secs()
+                ))
+            })
+        });
         match waited {
             Ok(file) => Some(file),
             Err(e) => {
@@ -319,6 +310,25 @@ fn lock_path(path: &Path, server_url: Option<&str>) -> PathBuf {
             let digest = sha2::Sha256::digest(url.as_bytes());
             let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
             path.with_file_name(format!(".{name}.{hex}.lock"))
+        }
+    }
+}
+
+/// Locks the lock file at `path` exclusively, looking every `look` whether another process
+/// has let go of it (`flock` cannot wait with a deadline), until `give_up` says to (`None`).
+/// The lock lasts as long as the file returned stays open.
+fn lock_until(
+    path: &Path,
+    look: Duration,
+    give_up: impl Fn() -> bool,
+) -> std::io::Result<Option<std::fs::File>> {
+    let file = open_lock(path)?;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) if give_up() => return Ok(None),
+            Err(std::fs::TryLockError::WouldBlock) => std::thread::sleep(look),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
     }
 }
@@ -462,22 +472,7 @@ impl TokenStore for FileTokenStore {
             let waiting = std::thread::Builder::new()
                 .name("mcp-token-file-lock".into())
                 .spawn(move || {
-                    let locked = (|| {
-                        let file = open_lock(&path)?;
-                        loop {
-                            match file.try_lock() {
-                                Ok(()) => return Ok(Some(file)),
-                                Err(std::fs::TryLockError::WouldBlock) if granted.is_closed() => {
-                                    return Ok(None)
-                                }
-                                Err(std::fs::TryLockError::WouldBlock) => {
-                                    std::thread::sleep(RENEWAL_LOCK_LOOK)
-                                }
-                                Err(std::fs::TryLockError::Error(e)) => return Err(e),
-                            }
-                        }
-                    })();
-                    match locked {
+                    match lock_until(&path, RENEWAL_LOCK_LOOK, || granted.is_closed()) {
                         Ok(Some(file)) => {
                             let _ = granted.send(Ok(file));
                         }

@@ -163,9 +163,8 @@ pub trait TokenStore: Send + Sync + 'static {
     ///
     /// The default serializes the renewals of one server URL by this store within this process
     /// (every connection that shares the store), which is all a store of one process needs.
-    /// `Err`:
-    /// the store cannot say (the renewal is not tried; the call that needed it is answered
-    /// `unavailable`).
+    /// `Err`: the store cannot say (the renewal is not tried; the call that needed it is
+    /// answered `unavailable`).
     fn lock_renewal(&self, server_url: &str) -> RenewalFuture {
         let lock = LocalRenewal::lock(store_id(self), server_url.to_owned());
         Box::pin(async move { Ok(RenewalGuard::holding(lock.await)) })
